@@ -1,0 +1,141 @@
+"""Policy in code, with an optional JSON file of overrides.
+
+A rule is a check string in the usual OpenStack shape: `role:admin`, `project_id:%(project_id)s`,
+`user_id:%(user_id)s`, `rule:<name>`, `@` (always), `!` (never), combined with `and`, `or`,
+`not` and parentheses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from blazar_lite.auth.context import RequestContext
+from blazar_lite.exceptions import Forbidden
+
+DEFAULT_RULES: dict[str, str] = {
+    "admin": "role:admin",
+    "project_member": "(role:member or role:admin) and project_id:%(project_id)s",
+    "project_reader": "(role:reader or role:member or role:admin) and project_id:%(project_id)s",
+    "admin_or_member": "rule:admin or rule:project_member",
+    "admin_or_reader": "rule:admin or rule:project_reader",
+    # Placement is an operator's and services' interface, as upstream.
+    "placement": "role:admin or role:service",
+    "placement:read": "rule:placement",
+    "placement:write": "rule:placement",
+}
+
+# A token is a parenthesis or a check; a check may hold %(name)s substitutions.
+_TOKEN = re.compile(r"\s*(\(|\)|(?:%\([^)]*\)[a-z]|[^\s()])+)")
+
+Check = Callable[[RequestContext, Mapping[str, object]], bool]
+
+
+class PolicyError(ValueError):
+    """A check string cannot be parsed; the message names the rule and the problem."""
+
+
+class Policy:
+    def __init__(self, overrides: Mapping[str, str] | None = None) -> None:
+        self.rules = dict(DEFAULT_RULES)
+        self.rules.update(overrides or {})
+        self._compiled = {name: self._compile(name, text) for name, text in self.rules.items()}
+
+    @classmethod
+    def from_file(cls, path: str | None) -> Policy:
+        if not path:
+            return cls()
+        try:
+            overrides = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise PolicyError(f"policy file {path} cannot be read as JSON: {exc}") from None
+        if not isinstance(overrides, dict) or not all(isinstance(v, str) for v in overrides.values()):
+            raise PolicyError(f"policy file {path} must map rule names to check strings")
+        return cls(overrides)
+
+    def allows(self, rule: str, context: RequestContext, target: Mapping[str, object] | None = None) -> bool:
+        if rule not in self._compiled:
+            raise PolicyError(f"unknown policy rule {rule}")
+        return self._compiled[rule](context, target or {})
+
+    def enforce(self, rule: str, context: RequestContext, target: Mapping[str, object] | None = None) -> None:
+        """Raise Forbidden unless `rule` allows the caller to act on `target`."""
+        if not self.allows(rule, context, target):
+            raise Forbidden(f"Policy does not allow {rule} to be performed.")
+
+    def _compile(self, name: str, text: str) -> Check:
+        tokens = [t for t in _TOKEN.findall(text) if t]
+        position = 0
+
+        def peek() -> str | None:
+            return tokens[position] if position < len(tokens) else None
+
+        def take() -> str:
+            nonlocal position
+            if position >= len(tokens):
+                raise PolicyError(f"rule {name}: check string {text!r} ends too early")
+            position += 1
+            return tokens[position - 1]
+
+        def parse_or() -> Check:
+            left = parse_and()
+            while peek() == "or":
+                take()
+                right = parse_and()
+                left = (lambda a, b: lambda c, t: a(c, t) or b(c, t))(left, right)
+            return left
+
+        def parse_and() -> Check:
+            left = parse_not()
+            while peek() == "and":
+                take()
+                right = parse_not()
+                left = (lambda a, b: lambda c, t: a(c, t) and b(c, t))(left, right)
+            return left
+
+        def parse_not() -> Check:
+            if peek() == "not":
+                take()
+                inner = parse_not()
+                return lambda c, t: not inner(c, t)
+            return parse_atom()
+
+        def parse_atom() -> Check:
+            token = take()
+            if token == "(":
+                inner = parse_or()
+                if take() != ")":
+                    raise PolicyError(f"rule {name}: missing ')' in {text!r}")
+                return inner
+            return self._atom(name, token)
+
+        check = parse_or() if tokens else (lambda c, t: True)
+        if position != len(tokens):
+            raise PolicyError(f"rule {name}: unexpected {tokens[position]!r} in {text!r}")
+        return check
+
+    def _atom(self, name: str, token: str) -> Check:
+        if token == "@":
+            return lambda c, t: True
+        if token == "!":
+            return lambda c, t: False
+        kind, sep, value = token.partition(":")
+        if not sep:
+            raise PolicyError(f"rule {name}: {token!r} is not a check (use kind:value)")
+        if kind == "rule":
+            if value not in self.rules:
+                raise PolicyError(f"rule {name}: refers to unknown rule {value}")
+            return lambda c, t: self._compiled[value](c, t)
+        if kind == "role":
+            return lambda c, t: value.lower() in {r.lower() for r in c.roles}
+        if kind in ("project_id", "user_id"):
+            def match(c: RequestContext, t: Mapping[str, object]) -> bool:
+                try:
+                    expected = value % t
+                except KeyError:
+                    return False
+                return getattr(c, kind) == expected
+            return match
+        raise PolicyError(f"rule {name}: unknown check kind {kind!r}")

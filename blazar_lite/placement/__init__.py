@@ -1,0 +1,1 @@
+"""The Placement-style inventory: providers, classes, inventories, traits, aggregates, allocations."""

@@ -1,0 +1,211 @@
+"""Typed settings from an ini file and BLAZAR_LITE_* environment variables.
+
+Precedence, lowest first: built-in defaults, the ini file, the environment, explicit overrides
+(command-line flags). Every option lives in one table, so the sample file, the parser and the
+environment names can never drift apart.
+"""
+
+from __future__ import annotations
+
+import configparser
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "BLAZAR_LITE_"
+DEFAULT_CONFIG_FILE = Path("/etc/blazar-lite/blazar-lite.conf")
+AUTH_STRATEGIES = ("noauth", "keystone")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+class SettingsError(ValueError):
+    """A setting has a value that cannot be used; the message names the option and the fix."""
+
+
+def _default_data_dir() -> str:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "blazar-lite")
+
+
+@dataclass(frozen=True)
+class Option:
+    section: str
+    key: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def attr(self) -> str:
+        return self.key if self.section == "DEFAULT" else f"{self.section}_{self.key}"
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.attr.upper()
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("DEFAULT", "data_dir", str, None,
+           "Directory for the SQLite database and other state. Default: $XDG_DATA_HOME/blazar-lite "
+           "(~/.local/share/blazar-lite)."),
+    Option("database", "url", str, None,
+           "SQLAlchemy database URL. Default: a SQLite file blazar-lite.db in data_dir. "
+           "Production: postgresql+psycopg://user@host/dbname."),
+    Option("api", "host", str, "127.0.0.1", "Address the API listens on."),
+    Option("api", "port", int, 1234, "Port the API listens on."),
+    Option("api", "workers", int, 1, "Number of API worker processes (gunicorn)."),
+    Option("api", "max_body_bytes", int, 1048576,
+           "Largest request body accepted; larger bodies are refused with 413."),
+    Option("auth", "strategy", str, "noauth",
+           "noauth: trust X-User-Id / X-Project-Id / X-Roles (default: admin of noauth_project_id). "
+           "keystone: validate tokens with keystonemiddleware, configured in [keystone_authtoken].",
+           AUTH_STRATEGIES),
+    Option("auth", "noauth_project_id", str, "admin",
+           "Project of requests that carry no X-Project-Id under noauth."),
+    Option("auth", "noauth_user_id", str, "admin",
+           "User of requests that carry no X-User-Id under noauth."),
+    Option("auth", "policy_file", str, None,
+           "Optional JSON file of policy rule overrides (rule name -> check string)."),
+    Option("logging", "level", str, "INFO", "Log level.", LOG_LEVELS),
+    Option("logging", "file", str, None, "Log to this file instead of standard error."),
+    Option("scheduler", "enabled", bool, True, "Run the lease scheduler inside `blazar-lite serve`."),
+    Option("scheduler", "interval", int, 10, "Seconds between two scheduler passes."),
+)
+
+_BY_ATTR = {o.attr: o for o in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: str = field(default_factory=_default_data_dir)
+    database_url: str = ""
+    api_host: str = "127.0.0.1"
+    api_port: int = 1234
+    api_workers: int = 1
+    api_max_body_bytes: int = 1048576
+    auth_strategy: str = "noauth"
+    auth_noauth_project_id: str = "admin"
+    auth_noauth_user_id: str = "admin"
+    auth_policy_file: str | None = None
+    logging_level: str = "INFO"
+    logging_file: str | None = None
+    scheduler_enabled: bool = True
+    scheduler_interval: int = 10
+    # Passed as-is to keystonemiddleware's auth_token when auth_strategy is keystone.
+    keystone_authtoken: Mapping[str, str] = field(default_factory=dict)
+    config_file: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.database_url:
+            path = os.path.join(self.data_dir, "blazar-lite.db")
+            object.__setattr__(self, "database_url", f"sqlite:///{path}")
+        for option in OPTIONS:
+            value = getattr(self, option.attr)
+            if option.choices and value not in option.choices:
+                raise SettingsError(
+                    f"[{option.section}] {option.key} = {value!r} is not one of {', '.join(option.choices)}")
+            if option.type is int and value is not None and value < (0 if option.key != "port" else 1):
+                raise SettingsError(f"[{option.section}] {option.key} must be a positive number, not {value}")
+        if self.scheduler_interval < 1:
+            raise SettingsError("[scheduler] interval must be at least 1 second")
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes)
+
+
+def _convert(option: Option, raw: str, origin: str) -> Any:
+    text = raw.strip()
+    if option.type is bool:
+        lowered = text.lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        raise SettingsError(f"{origin}: {text!r} is not a boolean (use true or false)")
+    if option.type is int:
+        try:
+            return int(text)
+        except ValueError:
+            raise SettingsError(f"{origin}: {text!r} is not an integer") from None
+    if option.key == "level":
+        return text.upper()
+    return text or None
+
+
+def load_settings(config_file: str | os.PathLike[str] | None = None,
+                  environ: Mapping[str, str] | None = None,
+                  **overrides: Any) -> Settings:
+    """Build settings from defaults, an ini file, the environment and overrides, in that order.
+
+    Without an explicit file, BLAZAR_LITE_CONFIG names one, else /etc/blazar-lite/blazar-lite.conf
+    is read when it exists.
+    """
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    path = config_file or env.get(ENV_PREFIX + "CONFIG")
+    if path is None and DEFAULT_CONFIG_FILE.exists():
+        path = DEFAULT_CONFIG_FILE
+    keystone: dict[str, str] = {}
+    if path is not None:
+        if not Path(path).is_file():
+            raise SettingsError(f"configuration file {path} does not exist")
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(path)
+        except configparser.Error as exc:
+            raise SettingsError(f"configuration file {path} is not a valid ini file: {exc}") from None
+        known = {(o.section, o.key) for o in OPTIONS}
+        for section in ["DEFAULT", *parser.sections()]:
+            if section == "keystone_authtoken":
+                keystone.update({k: v for k, v in parser.items(section) if k not in parser.defaults()})
+                continue
+            items = parser.defaults().items() if section == "DEFAULT" else (
+                (k, v) for k, v in parser.items(section) if k not in parser.defaults())
+            for key, raw in items:
+                if (section, key) not in known:
+                    raise SettingsError(f"{path}: unknown option [{section}] {key}")
+                option = next(o for o in OPTIONS if (o.section, o.key) == (section, key))
+                values[option.attr] = _convert(option, raw, f"{path} [{section}] {key}")
+        values["config_file"] = str(path)
+    for option in OPTIONS:
+        if option.env in env:
+            values[option.attr] = _convert(option, env[option.env], option.env)
+    values["keystone_authtoken"] = keystone
+    for attr, value in overrides.items():
+        if attr not in _BY_ATTR:
+            raise SettingsError(f"unknown setting {attr}")
+        if value is not None:
+            values[attr] = value
+    return Settings(**{k: v for k, v in values.items() if v is not None or k in ("auth_policy_file", "logging_file")})
+
+
+def config_sample() -> str:
+    """The sample configuration file: every option, commented out at its default."""
+    lines = ["# blazar-lite configuration. Every option can also be set in the environment as",
+             "# BLAZAR_LITE_<SECTION>_<OPTION> (BLAZAR_LITE_<OPTION> for [DEFAULT]); the environment wins.", ""]
+    section = None
+    for option in OPTIONS:
+        if option.section != section:
+            if section is not None:
+                lines.append("")
+            section = option.section
+            lines.append(f"[{section}]")
+        lines.append(f"# {option.help} (environment: {option.env})")
+        default = "" if option.default is None else str(option.default).lower() if option.type is bool \
+            else str(option.default)
+        lines.append(f"#{option.key} = {default}")
+    lines += ["", "[keystone_authtoken]",
+              "# keystonemiddleware auth_token options, used when [auth] strategy = keystone, e.g.:",
+              "#www_authenticate_uri = http://keystone.example.org:5000/v3",
+              "#auth_url = http://keystone.example.org:5000/v3",
+              "#auth_type = password", "#username = blazar", "#password = secret",
+              "#project_name = service", "#user_domain_name = Default", "#project_domain_name = Default", ""]
+    return "\n".join(lines)
