@@ -10,6 +10,7 @@ from __future__ import annotations
 import configparser
 import dataclasses
 import os
+import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,9 +26,14 @@ class SettingsError(ValueError):
     """A setting has a value that cannot be used; the message names the option and the fix."""
 
 
-def _default_data_dir() -> str:
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+def _default_data_dir(environ: Mapping[str, str] | None = None) -> str:
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return os.path.join(base, "blazar-lite")
+
+
+def _sqlite_url(data_dir: str) -> str:
+    return "sqlite:///" + os.path.join(data_dir, "blazar-lite.db")
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,8 @@ class Option:
     default: Any
     help: str
     choices: tuple[str, ...] | None = None
+    minimum: int | None = None
+    maximum: int | None = None
 
     @property
     def attr(self) -> str:
@@ -56,10 +64,10 @@ OPTIONS: tuple[Option, ...] = (
            "SQLAlchemy database URL. Default: a SQLite file blazar-lite.db in data_dir. "
            "Production: postgresql+psycopg://user@host/dbname."),
     Option("api", "host", str, "127.0.0.1", "Address the API listens on."),
-    Option("api", "port", int, 1234, "Port the API listens on."),
-    Option("api", "workers", int, 1, "Number of API worker processes (gunicorn)."),
+    Option("api", "port", int, 1234, "Port the API listens on.", minimum=1, maximum=65535),
+    Option("api", "workers", int, 1, "Number of API worker processes (gunicorn).", minimum=1),
     Option("api", "max_body_bytes", int, 1048576,
-           "Largest request body accepted; larger bodies are refused with 413."),
+           "Largest request body accepted; larger bodies are refused with 413.", minimum=1),
     Option("auth", "strategy", str, "noauth",
            "noauth: trust X-User-Id / X-Project-Id / X-Roles (default: admin of noauth_project_id). "
            "keystone: validate tokens with keystonemiddleware, configured in [keystone_authtoken].",
@@ -73,7 +81,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("logging", "level", str, "INFO", "Log level.", LOG_LEVELS),
     Option("logging", "file", str, None, "Log to this file instead of standard error."),
     Option("scheduler", "enabled", bool, True, "Run the lease scheduler inside `blazar-lite serve`."),
-    Option("scheduler", "interval", int, 10, "Seconds between two scheduler passes."),
+    Option("scheduler", "interval", int, 10, "Seconds between two scheduler passes.", minimum=1),
 )
 
 _BY_ATTR = {o.attr: o for o in OPTIONS}
@@ -100,25 +108,45 @@ class Settings:
     config_file: str | None = None
 
     def __post_init__(self) -> None:
-        if not self.database_url:
-            path = os.path.join(self.data_dir, "blazar-lite.db")
-            object.__setattr__(self, "database_url", f"sqlite:///{path}")
+        # None, as in OPTIONS, means "derive it": data_dir from XDG, the database URL from data_dir.
+        if self.data_dir is None:
+            object.__setattr__(self, "data_dir", _default_data_dir())
+        if self.database_url is None:
+            object.__setattr__(self, "database_url", "")
         for option in OPTIONS:
-            value = getattr(self, option.attr)
-            if option.choices and value not in option.choices:
-                raise SettingsError(
-                    f"[{option.section}] {option.key} = {value!r} is not one of {', '.join(option.choices)}")
-            if option.type is int and value is not None and value < (0 if option.key != "port" else 1):
-                raise SettingsError(f"[{option.section}] {option.key} must be a positive number, not {value}")
-        if self.scheduler_interval < 1:
-            raise SettingsError("[scheduler] interval must be at least 1 second")
+            _validate(option, getattr(self, option.attr))
+        # Operators write ~ in ini files and expect it to mean their home, as in a shell.
+        object.__setattr__(self, "data_dir", os.path.expanduser(self.data_dir))
+        if not self.database_url:
+            object.__setattr__(self, "database_url", _sqlite_url(self.data_dir))
 
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
 
     def replace(self, **changes: Any) -> Settings:
+        """A copy with `changes`; a database URL derived from data_dir follows a new data_dir."""
+        if ("data_dir" in changes and "database_url" not in changes
+                and self.database_url == _sqlite_url(self.data_dir)):
+            changes["database_url"] = ""
         return dataclasses.replace(self, **changes)
+
+
+def _validate(option: Option, value: Any) -> None:
+    name = f"[{option.section}] {option.key}"
+    if value is None:
+        if option.default is not None:
+            raise SettingsError(f"{name} must be set")
+        return
+    # bool is an int to Python, but `workers = true` is a mistake, not 1 worker.
+    if not isinstance(value, option.type) or (option.type is int and isinstance(value, bool)):
+        raise SettingsError(f"{name} = {value!r} is not a {option.type.__name__}")
+    if option.choices and value not in option.choices:
+        raise SettingsError(f"{name} = {value!r} is not one of {', '.join(option.choices)}")
+    if option.minimum is not None and value < option.minimum:
+        raise SettingsError(f"{name} = {value} is too small; the least is {option.minimum}")
+    if option.maximum is not None and value > option.maximum:
+        raise SettingsError(f"{name} = {value} is too large; the most is {option.maximum}")
 
 
 def _convert(option: Option, raw: str, origin: str) -> Any:
@@ -129,12 +157,12 @@ def _convert(option: Option, raw: str, origin: str) -> Any:
             return True
         if lowered in ("0", "false", "no", "off"):
             return False
-        raise SettingsError(f"{origin}: {text!r} is not a boolean (use true or false)")
+        raise SettingsError(f"{origin} = {text!r} is not a boolean (use true or false)")
     if option.type is int:
         try:
             return int(text)
         except ValueError:
-            raise SettingsError(f"{origin}: {text!r} is not an integer") from None
+            raise SettingsError(f"{origin} = {text!r} is not an integer") from None
     if option.key == "level":
         return text.upper()
     return text or None
@@ -150,7 +178,7 @@ def load_settings(config_file: str | os.PathLike[str] | None = None,
     """
     env = os.environ if environ is None else environ
     values: dict[str, Any] = {}
-    path = config_file or env.get(ENV_PREFIX + "CONFIG")
+    path = config_file or env.get(ENV_PREFIX + "CONFIG") or None
     if path is None and DEFAULT_CONFIG_FILE.exists():
         path = DEFAULT_CONFIG_FILE
     keystone: dict[str, str] = {}
@@ -163,7 +191,11 @@ def load_settings(config_file: str | os.PathLike[str] | None = None,
         except configparser.Error as exc:
             raise SettingsError(f"configuration file {path} is not a valid ini file: {exc}") from None
         known = {(o.section, o.key) for o in OPTIONS}
+        sections = {o.section for o in OPTIONS} | {"keystone_authtoken"}
         for section in ["DEFAULT", *parser.sections()]:
+            if section not in sections:
+                raise SettingsError(f"{path}: unknown section [{section}]; known: "
+                                    f"{', '.join(sorted(sections - {'DEFAULT'}))}")
             if section == "keystone_authtoken":
                 keystone.update({k: v for k, v in parser.items(section) if k not in parser.defaults()})
                 continue
@@ -173,17 +205,20 @@ def load_settings(config_file: str | os.PathLike[str] | None = None,
                 if (section, key) not in known:
                     raise SettingsError(f"{path}: unknown option [{section}] {key}")
                 option = next(o for o in OPTIONS if (o.section, o.key) == (section, key))
-                values[option.attr] = _convert(option, raw, f"{path} [{section}] {key}")
+                values[option.attr] = _convert(option, raw, f"{path}: [{section}] {key}")
         values["config_file"] = str(path)
     for option in OPTIONS:
         if option.env in env:
-            values[option.attr] = _convert(option, env[option.env], option.env)
+            values[option.attr] = _convert(option, env[option.env], f"{option.env} ([{option.section}] {option.key})")
     values["keystone_authtoken"] = keystone
     for attr, value in overrides.items():
         if attr not in _BY_ATTR:
             raise SettingsError(f"unknown setting {attr}")
         if value is not None:
             values[attr] = value
+    values.setdefault("data_dir", None)
+    if values["data_dir"] is None:
+        values["data_dir"] = _default_data_dir(env)
     return Settings(**{k: v for k, v in values.items() if v is not None or k in ("auth_policy_file", "logging_file")})
 
 
@@ -198,10 +233,11 @@ def config_sample() -> str:
                 lines.append("")
             section = option.section
             lines.append(f"[{section}]")
-        lines.append(f"# {option.help} (environment: {option.env})")
+        lines += textwrap.wrap(f"{option.help} (environment: {option.env})", width=98,
+                               initial_indent="# ", subsequent_indent="# ", break_on_hyphens=False)
         default = "" if option.default is None else str(option.default).lower() if option.type is bool \
             else str(option.default)
-        lines.append(f"#{option.key} = {default}")
+        lines.append(f"#{option.key} = {default}".rstrip())
     lines += ["", "[keystone_authtoken]",
               "# keystonemiddleware auth_token options, used when [auth] strategy = keystone, e.g.:",
               "#www_authenticate_uri = http://keystone.example.org:5000/v3",

@@ -19,7 +19,7 @@ NAMING_CONVENTION = {
 
 
 def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 class UTCDateTime(TypeDecorator[dt.datetime]):
@@ -33,10 +33,10 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
             return None
         if value.tzinfo is None:
             raise ValueError("naive datetime given to a UTC column")
-        return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return value.astimezone(dt.UTC).replace(tzinfo=None)
 
     def process_result_value(self, value: dt.datetime | None, dialect: object) -> dt.datetime | None:
-        return None if value is None else value.replace(tzinfo=dt.timezone.utc)
+        return None if value is None else value.replace(tzinfo=dt.UTC)
 
 
 class Base(DeclarativeBase):

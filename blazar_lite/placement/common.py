@@ -63,3 +63,28 @@ def bump_generation(session: Session, provider: ResourceProvider, expected: int 
             "read the provider again and retry.")
     provider.generation = expected + 1
     return provider.generation
+
+
+def trait_ids(session: Session, names: set[str]) -> dict[str, int]:
+    """Ids of the named traits; an unknown name is a 400 that says which."""
+    from blazar_lite.placement.models import Trait
+
+    found = dict(session.execute(select(Trait.name, Trait.id).where(Trait.name.in_(names))).tuples()) \
+        if names else {}
+    missing = sorted(set(names) - found.keys())
+    if missing:
+        raise BadRequest(f"No such trait(s): {', '.join(missing)}.")
+    return found
+
+
+def usage_subquery():  # type: ignore[no-untyped-def]
+    """Per provider and class, the sum of allocations (a derived table to LEFT JOIN)."""
+    from sqlalchemy import func
+
+    from blazar_lite.placement.models import Allocation
+
+    return (select(Allocation.resource_provider_id.label("resource_provider_id"),
+                   Allocation.resource_class_id.label("resource_class_id"),
+                   func.sum(Allocation.used).label("used"))
+            .group_by(Allocation.resource_provider_id, Allocation.resource_class_id)
+            .subquery("usage"))

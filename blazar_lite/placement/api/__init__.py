@@ -4,9 +4,22 @@ from __future__ import annotations
 
 from flask_smorest import Api
 
-from blazar_lite.placement.api import microversion, root
+from blazar_lite.placement.api import (
+    aggregates,
+    allocations,
+    candidates,
+    inventories,
+    microversion,
+    providers,
+    reshaper,
+    resource_classes,
+    root,
+    traits,
+    usages,
+)
 
-BLUEPRINTS = (root,)
+BLUEPRINTS = (root, providers, inventories, usages, aggregates, traits, resource_classes, allocations,
+              candidates, reshaper)
 
 
 def register(api: Api) -> None:

@@ -1,0 +1,81 @@
+"""`blazar-lite`: run the service, manage its database, print its sample configuration."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from blazar_lite.settings import Settings, SettingsError, config_sample, load_settings
+
+
+def configure_logging(settings: Settings) -> None:
+    handler: logging.Handler = (logging.FileHandler(settings.logging_file) if settings.logging_file
+                                else logging.StreamHandler(sys.stderr))
+    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(settings.logging_level)
+
+
+@click.group()
+@click.option("--config-file", type=click.Path(dir_okay=False), default=None,
+              help="ini file of settings (default: $BLAZAR_LITE_CONFIG or /etc/blazar-lite/blazar-lite.conf).")
+@click.pass_context
+def main(ctx: click.Context, config_file: str | None) -> None:
+    """blazar-lite: reservations and leases for compute capacity."""
+    ctx.obj = {"config_file": config_file}
+
+
+def _settings(ctx: click.Context, **overrides: object) -> Settings:
+    try:
+        return load_settings(ctx.obj["config_file"], **overrides)
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@main.command("config-sample")
+def config_sample_command() -> None:
+    """Print a sample configuration file with every option at its default."""
+    click.echo(config_sample(), nl=False)
+
+
+@main.group()
+def db() -> None:
+    """Manage the database schema."""
+
+
+@db.command("upgrade")
+@click.option("--revision", default="head", show_default=True)
+@click.pass_context
+def db_upgrade(ctx: click.Context, revision: str) -> None:
+    """Apply migrations up to REVISION."""
+    from blazar_lite.db import Database
+    from blazar_lite.db.migrate import upgrade
+
+    settings = _settings(ctx)
+    database = Database(settings.database_url)
+    upgrade(database.engine, revision)
+    click.echo(f"database at revision {revision}: {database.engine.url.render_as_string(hide_password=True)}")
+
+
+@main.command()
+@click.option("--host", default=None, help="Address to listen on (overrides [api] host).")
+@click.option("--port", type=int, default=None, help="Port to listen on (overrides [api] port).")
+@click.option("--workers", type=int, default=None, help="API worker processes (overrides [api] workers).")
+@click.pass_context
+def serve(ctx: click.Context, host: str | None, port: int | None, workers: int | None) -> None:
+    """Apply migrations, then serve the API with gunicorn."""
+    from blazar_lite.db import Database
+    from blazar_lite.db.migrate import upgrade
+    from blazar_lite.server import run
+
+    settings = _settings(ctx, api_host=host, api_port=port, api_workers=workers)
+    configure_logging(settings)
+    database = Database(settings.database_url)
+    upgrade(database.engine)
+    database.dispose()
+    logging.getLogger(__name__).info("serving on http://%s:%d (database %s)", settings.api_host,
+                                     settings.api_port, database.engine.url.render_as_string(hide_password=True))
+    run(settings)

@@ -1,0 +1,37 @@
+"""Production serving: gunicorn, configured from our settings rather than its command line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+from blazar_lite.settings import Settings
+
+
+class _Server(BaseApplication):  # type: ignore[misc]
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        super().__init__()
+
+    def load_config(self) -> None:
+        options: dict[str, Any] = {
+            "bind": f"{self.settings.api_host}:{self.settings.api_port}",
+            "workers": self.settings.api_workers,
+            "worker_class": "gthread",
+            "threads": 8,
+            "timeout": 60,
+            "accesslog": None,
+        }
+        for key, value in options.items():
+            self.cfg.set(key, value)
+
+    def load(self):  # type: ignore[no-untyped-def]
+        from blazar_lite.app import create_app
+
+        # Each worker builds its own app (and database pool) after the fork.
+        return create_app(self.settings)
+
+
+def run(settings: Settings) -> None:
+    _Server(settings).run()
