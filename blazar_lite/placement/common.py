@@ -30,14 +30,14 @@ def provider_uuids_by_id(session: Session, ids: set[int]) -> dict[int, str]:
     if not ids:
         return {}
     rows = session.execute(select(ResourceProvider.id, ResourceProvider.uuid).where(ResourceProvider.id.in_(ids)))
-    return dict(rows.tuples())
+    return dict(rows.all())
 
 
 def resource_class_ids(session: Session, names: set[str] | list[str]) -> dict[str, int]:
     """Ids of the named classes; an unknown name is a 400 that says which."""
     wanted = set(names)
     found = dict(session.execute(select(ResourceClass.name, ResourceClass.id)
-                                 .where(ResourceClass.name.in_(wanted))).tuples()) if wanted else {}
+                                 .where(ResourceClass.name.in_(wanted))).all()) if wanted else {}
     missing = sorted(wanted - found.keys())
     if missing:
         raise BadRequest(f"Unknown resource class in request: {', '.join(missing)}. "
@@ -69,7 +69,7 @@ def trait_ids(session: Session, names: set[str]) -> dict[str, int]:
     """Ids of the named traits; an unknown name is a 400 that says which."""
     from blazar_lite.placement.models import Trait
 
-    found = dict(session.execute(select(Trait.name, Trait.id).where(Trait.name.in_(names))).tuples()) \
+    found = dict(session.execute(select(Trait.name, Trait.id).where(Trait.name.in_(names))).all()) \
         if names else {}
     missing = sorted(set(names) - found.keys())
     if missing:
