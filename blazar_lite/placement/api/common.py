@@ -67,15 +67,26 @@ class Uuid(fields.String):
         return str(uuid.UUID(text))
 
 
-NonNegative = fields.Integer(strict=True, validate=validate.Range(min=0))
-Generation = fields.Integer(strict=True, required=True, validate=validate.Range(min=0))
-
-
-def generation_field() -> fields.Integer:
-    return fields.Integer(strict=True, required=True, validate=validate.Range(min=0),
-                          metadata={"description": "The generation the caller last read; 409 when stale."})
-
-
 def versioned(minor: int, newer: type[Schema], older: type[Schema]) -> Schema:
     """The schema for this request: `newer` from placement 1.`minor`, else `older`."""
     return newer() if microversion.at_least(minor) else older()
+
+
+class Int(fields.Integer):
+    """A JSON integer: no strings, no floats, no booleans (JSON true is not 1 to a client)."""
+
+    def __init__(self, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(strict=True, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):  # type: ignore[no-untyped-def]
+        if isinstance(value, bool):
+            raise ValidationError("Not a valid integer.")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+MAX_INT = 2147483647
+
+
+def generation_field() -> Int:
+    return Int(required=True, validate=validate.Range(min=0, max=MAX_INT),
+               metadata={"description": "The generation the caller last read; 409 when stale."})
