@@ -126,10 +126,10 @@ def update_provider(session: Session, uuid: str, name: str, parent_provider_uuid
         new_parent = _existing_parent(session, parent_provider_uuid) if parent_provider_uuid else None
         new_parent_id = new_parent.id if new_parent else None
         if new_parent_id != current_parent:
-            if current_parent is not None and not allow_reparent:
-                raise BadRequest("re-parenting a provider is not currently allowed.")
             if new_parent is None and not allow_reparent:
                 raise BadRequest("un-parenting a provider is not currently allowed.")
+            if current_parent is not None and not allow_reparent:
+                raise BadRequest("re-parenting a provider is not currently allowed.")
             subtree = _subtree_ids(session, provider)
             if new_parent is not None and new_parent.id in subtree:
                 raise BadRequest("creating loop in the provider tree is not allowed.")
