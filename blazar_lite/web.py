@@ -158,7 +158,15 @@ def _unexpected(exc: Exception) -> Response:
     return error_response(500, "InternalError", "An unexpected error occurred; the request changed nothing.")
 
 
+_UNAVAILABLE_HINTS = ("database is locked", "could not connect", "connection refused", "server closed",
+                      "terminating connection", "connection timed out", "no connection", "connection is closed")
+
+
 def _database_unavailable(exc: OperationalError) -> Response:
+    # SQLite reports mistakes in SQL as OperationalError too; those are bugs (500), not outages.
+    text = str(exc.orig).lower()
+    if not (exc.connection_invalidated or any(hint in text for hint in _UNAVAILABLE_HINTS)):
+        return _unexpected(exc)
     LOG.error("database error while serving %s %s: %s", request.method, request.path, exc.orig)
     return error_response(503, "ServiceUnavailable",
                           "The database is unavailable or busy; the request changed nothing. Retry later.")

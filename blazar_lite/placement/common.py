@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid as uuidlib
+from collections.abc import Iterable
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -20,7 +22,12 @@ def normalize_uuid(value: str, what: str = "uuid") -> str:
 
 
 def get_provider(session: Session, uuid: str) -> ResourceProvider:
-    provider = session.scalar(select(ResourceProvider).where(ResourceProvider.uuid == normalize_uuid(uuid)))
+    """The provider with this uuid; anything else, a malformed uuid included, is a 404 as upstream."""
+    try:
+        wanted = normalize_uuid(uuid)
+    except BadRequest:
+        wanted = None
+    provider = session.scalar(select(ResourceProvider).where(ResourceProvider.uuid == wanted)) if wanted else None
     if provider is None:
         raise NotFound(f"No resource provider with uuid {uuid} found.")
     return provider
@@ -59,8 +66,8 @@ def bump_generation(session: Session, provider: ResourceProvider, expected: int 
         .execution_options(synchronize_session=False))
     if result.rowcount != 1:
         raise ConcurrentUpdate(
-            f"resource provider generation conflict: {provider.uuid} is no longer at generation {expected}; "
-            "read the provider again and retry.")
+            f"resource provider generation conflict: {provider.uuid}: Resource provider's generation already "
+            "changed. Please update the generation and try again.")
     provider.generation = expected + 1
     return provider.generation
 
@@ -88,3 +95,26 @@ def usage_subquery():  # type: ignore[no-untyped-def]
                    func.sum(Allocation.used).label("used"))
             .group_by(Allocation.resource_provider_id, Allocation.resource_class_id)
             .subquery("usage"))
+
+
+def insert_missing(session: Session, column: Any, values: Iterable[str]) -> set[str]:
+    """Insert a row for each value of the unique `column` that has none; return the values this
+    call inserted.
+
+    Create-or-verify must not fail when a concurrent request creates the same name first, so the
+    insert skips conflicting rows (ON CONFLICT DO NOTHING) instead of raising an integrity error;
+    RETURNING tells which rows were new (drivers do not all report a row count for INSERT).
+    """
+    rows = [{column.key: value} for value in sorted(set(values))]
+    if not rows:
+        return set()
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    else:
+        raise NotImplementedError(f"insert_missing does not support the {dialect} dialect")
+    stmt = (dialect_insert(column.table).values(rows)
+            .on_conflict_do_nothing(index_elements=[column.key]).returning(column))
+    return set(session.scalars(stmt))

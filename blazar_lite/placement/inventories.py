@@ -168,4 +168,5 @@ def _stale(provider: ResourceProvider, generation: int) -> None:
     from blazar_lite.exceptions import ConcurrentUpdate
 
     raise ConcurrentUpdate(f"resource provider generation conflict: {provider.uuid} is at generation "
-                           f"{provider.generation}, not {generation}; read it again and retry.")
+                           f"{provider.generation}, not {generation}: Resource provider's generation already "
+                           "changed. Please update the generation and try again.")

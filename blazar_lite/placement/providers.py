@@ -52,7 +52,7 @@ def _views(session: Session, where: list[Any]) -> list[ProviderView]:
 
 
 def show_provider(session: Session, uuid: str) -> ProviderView:
-    views = _views(session, [ResourceProvider.uuid == normalize_uuid(uuid)])
+    views = _views(session, [ResourceProvider.uuid == get_provider(session, uuid).uuid])
     if not views:
         raise NotFound(f"No resource provider with uuid {uuid} found.")
     return views[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from flask import request
+from flask import Response, request
 from marshmallow import Schema, ValidationError, fields, validate
 from sqlalchemy.orm import Session
 
@@ -90,3 +90,10 @@ MAX_INT = 2147483647
 def generation_field() -> Int:
     return Int(required=True, validate=validate.Range(min=0, max=MAX_INT),
                metadata={"description": "The generation the caller last read; 409 when stale."})
+
+
+def empty(status: int, location: str | None = None) -> Response:
+    """A bodiless answer; like Placement, it names no content type."""
+    response = Response(status=status, headers={"Location": location} if location else {})
+    del response.headers["Content-Type"]
+    return response

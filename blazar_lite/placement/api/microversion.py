@@ -7,8 +7,10 @@ response, with `Vary` so that caches keep versions apart.
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 
 from flask import Flask, g, request
+from werkzeug.http import http_date
 
 from blazar_lite.exceptions import BadRequest, ServiceError
 
@@ -82,4 +84,8 @@ def install(app: Flask) -> None:
         if request.path.startswith("/placement"):
             response.headers[HEADER] = f"{SERVICE} {text(current())}"
             response.headers.add("Vary", HEADER.lower())
+            if at_least(15) and request.method == "GET" and response.status_code == 200:
+                # From 1.15 clients may cache GETs; they must revalidate, as the data moves.
+                response.headers["Cache-Control"] = "no-cache"
+                response.headers["Last-Modified"] = http_date(datetime.now(timezone.utc))
         return response
