@@ -7,15 +7,14 @@ response, with `Vary` so that caches keep versions apart.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from flask import Flask, g, request
 from werkzeug.http import http_date
 
 from blazar_lite.exceptions import BadRequest, ServiceError
+from blazar_lite.placement.versions import MAX_VERSION, MIN_VERSION
 
-MIN_VERSION = (1, 0)
-MAX_VERSION = (1, 39)
 HEADER = "OpenStack-API-Version"
 SERVICE = "placement"
 _VERSION = re.compile(r"^([1-9]\d*)\.(0|[1-9]\d*)$")
@@ -87,5 +86,5 @@ def install(app: Flask) -> None:
             if at_least(15) and request.method == "GET" and response.status_code == 200:
                 # From 1.15 clients may cache GETs; they must revalidate, as the data moves.
                 response.headers["Cache-Control"] = "no-cache"
-                response.headers["Last-Modified"] = http_date(datetime.now(timezone.utc))
+                response.headers["Last-Modified"] = http_date(datetime.now(UTC))
         return response
