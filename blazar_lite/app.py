@@ -7,6 +7,7 @@ import time
 
 from flask import Flask, g, request
 from flask_smorest import Api
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from blazar_lite import __version__, docs, versions, web
 from blazar_lite.auth import middleware
@@ -16,6 +17,12 @@ from blazar_lite.placement.api import register as register_placement
 from blazar_lite.settings import Settings
 
 LOG = logging.getLogger("blazar_lite.api")
+
+
+class _Response(Flask.response_class):
+    # Clients follow Location against their endpoint (osc-placement GETs it after a create), so it
+    # must be absolute, as WebOb-based services make it.
+    autocorrect_location_header = True
 
 
 class _Api(Api):
@@ -28,6 +35,7 @@ class _Api(Api):
 def create_app(settings: Settings, database: Database | None = None) -> Flask:
     """Build the WSGI application for `settings` (a database may be passed in to share it)."""
     app = Flask("blazar_lite")
+    app.response_class = _Response
     app.config.update(
         API_TITLE="blazar-lite",
         API_VERSION=__version__,
@@ -56,6 +64,10 @@ def create_app(settings: Settings, database: Database | None = None) -> Flask:
     def _start() -> None:
         g.started = time.perf_counter()
         web.request_id()
+        # Refuse an oversized body before any work, whether or not the route would read it
+        # (Flask alone only refuses when the body is read).
+        if request.content_length is not None and request.content_length > settings.api_max_body_bytes:
+            raise RequestEntityTooLarge()
 
     middleware.install(app, settings)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 
@@ -41,6 +42,18 @@ def config_sample_command() -> None:
     click.echo(config_sample(), nl=False)
 
 
+@main.command("openapi")
+def openapi_command() -> None:
+    """Print the OpenAPI document of the API (the one served at /openapi.json) as JSON."""
+    from blazar_lite.app import create_app
+    from blazar_lite.docs import openapi_spec
+
+    # The document depends only on the routes, so default settings and a throwaway in-memory
+    # database will do: no configuration file, data directory or database server is needed.
+    app = create_app(Settings(database_url="sqlite://"))
+    click.echo(json.dumps(openapi_spec(app), indent=2))
+
+
 @main.group()
 def db() -> None:
     """Manage the database schema."""
@@ -72,6 +85,14 @@ def serve(ctx: click.Context, host: str | None, port: int | None, workers: int |
     from blazar_lite.server import run
 
     settings = _settings(ctx, api_host=host, api_port=port, api_workers=workers)
+    if settings.auth_strategy == "keystone":
+        from blazar_lite.auth.middleware import keystone_conf
+
+        # Fail here, once and clearly, rather than in every API worker as it boots.
+        try:
+            keystone_conf(settings)
+        except SettingsError as exc:
+            raise click.ClickException(str(exc)) from None
     configure_logging(settings)
     database = Database(settings.database_url)
     upgrade(database.engine)

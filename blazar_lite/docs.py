@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import html
+from typing import Any
 
-from flask import Blueprint, Response, current_app
+from flask import Blueprint, Flask, Response, current_app
 
 blp = Blueprint("docs", __name__)
 
 _METHODS = ("get", "put", "post", "patch", "delete")
 
 
+def openapi_spec(app: Flask) -> dict[str, Any]:
+    """The OpenAPI document of `app`, as served at /openapi.json."""
+    return app.extensions["flask-smorest"]["apis"][""]["ext_obj"].spec.to_dict()
+
+
 @blp.route("/docs")
 def docs() -> Response:
-    spec = current_app.extensions["flask-smorest"]["apis"][""]["ext_obj"].spec.to_dict()
+    spec = openapi_spec(current_app)
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(spec['info']['title'])}"
            " API</title><style>body{font-family:sans-serif;max-width:60em;margin:auto}"
            "code{background:#eee;padding:0 .2em}h3{margin-bottom:.2em}</style></head><body>",

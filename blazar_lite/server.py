@@ -23,6 +23,10 @@ class _Server(BaseApplication):  # type: ignore[misc]
             "timeout": 60,
             "accesslog": None,
         }
+        # Newer gunicorn opens a control socket at one fixed path per user, so a second service on
+        # the machine would take over the first one's; nothing here uses it.
+        if "control_socket_disable" in self.cfg.settings:
+            options["control_socket_disable"] = True
         for key, value in options.items():
             self.cfg.set(key, value)
 

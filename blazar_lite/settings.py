@@ -140,7 +140,8 @@ def _validate(option: Option, value: Any) -> None:
         return
     # bool is an int to Python, but `workers = true` is a mistake, not 1 worker.
     if not isinstance(value, option.type) or (option.type is int and isinstance(value, bool)):
-        raise SettingsError(f"{name} = {value!r} is not a {option.type.__name__}")
+        kind = {int: "an integer", bool: "a boolean", str: "a string"}[option.type]
+        raise SettingsError(f"{name} = {value!r} is not {kind}")
     if option.choices and value not in option.choices:
         raise SettingsError(f"{name} = {value!r} is not one of {', '.join(option.choices)}")
     if option.minimum is not None and value < option.minimum:

@@ -1,13 +1,20 @@
-"""Shared fixtures: a fresh migrated SQLite database per test, the app and its client."""
+"""Shared fixtures: a fresh migrated SQLite database per test, the app and its client, and
+scratch PostgreSQL databases for tests marked `postgres`."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine, create_engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import NullPool
 
 from blazar_lite.app import create_app
 from blazar_lite.db import Database
@@ -15,6 +22,7 @@ from blazar_lite.db.migrate import upgrade
 from blazar_lite.settings import load_settings
 
 PG_URL_ENV = "BLAZAR_LITE_TEST_PG_URL"
+PG_REQUIRED_ENV = "BLAZAR_LITE_TEST_PG_REQUIRED"
 
 
 @pytest.fixture(scope="session")
@@ -89,3 +97,88 @@ def placement(client) -> PlacementClient:  # type: ignore[no-untyped-def]
 
 def pg_url() -> str | None:
     return os.environ.get(PG_URL_ENV)
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").lower() in ("1", "true", "yes")
+
+
+def pg_required() -> bool:
+    """Whether a missing PostgreSQL is a failure (CI, `tox -e pg`) rather than a reason to skip."""
+    return _flag("CI") or _flag(PG_REQUIRED_ENV)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave PostgreSQL tests out of a plain run that has no server to give them.
+
+    They run when BLAZAR_LITE_TEST_PG_URL or BLAZAR_LITE_TEST_PG_REQUIRED is set, or when a marker
+    expression (`-m postgres`) chooses them; then a missing server makes them fail or skip as
+    `pg_server_url` decides. Left out, they are reported as deselected, never as passed.
+    """
+    if config.getoption("markexpr") or pg_url() or _flag(PG_REQUIRED_ENV):
+        return
+    postgres = [item for item in items if item.get_closest_marker("postgres")]
+    if postgres:
+        config.hook.pytest_deselected(items=postgres)
+        items[:] = [item for item in items if not item.get_closest_marker("postgres")]
+
+
+def _autocommit_engine(url: str) -> Engine:
+    # CREATE/DROP DATABASE cannot run inside a transaction block.
+    return create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool,
+                         connect_args={"connect_timeout": 10})
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> str:
+    """The PostgreSQL server of BLAZAR_LITE_TEST_PG_URL, checked to answer.
+
+    Unset: a failure under CI=true or BLAZAR_LITE_TEST_PG_REQUIRED=1, else a skip. Set but
+    unreachable: always a failure, since someone meant the tests to run.
+    """
+    url = pg_url()
+    if not url:
+        reason = (f"{PG_URL_ENV} is not set; set it to a PostgreSQL URL whose user may create databases, "
+                  "e.g. postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+        if pg_required():
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    engine = _autocommit_engine(url)
+    try:
+        with engine.connect() as connection:
+            connection.exec_driver_sql("SELECT 1")
+    except SQLAlchemyError as exc:
+        pytest.fail(f"PostgreSQL at {PG_URL_ENV}={make_url(url).render_as_string(hide_password=True)} "
+                    f"is unreachable: {exc}", pytrace=False)
+    finally:
+        engine.dispose()
+    return url
+
+
+@contextlib.contextmanager
+def scratch_database(server_url: str) -> Iterator[str]:
+    """The URL of a new, empty database on the PostgreSQL server of `server_url`, dropped on exit."""
+    name = f"blazar_lite_test_{uuid.uuid4().hex[:16]}"
+    engine = _autocommit_engine(server_url)
+    with engine.connect() as connection:
+        connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with engine.connect() as connection:
+            # FORCE ends sessions a failed test may have left open (PostgreSQL 13 and later).
+            connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def make_pg_scratch_database():  # type: ignore[no-untyped-def]
+    """`scratch_database`, for fixtures of wider scope than one test."""
+    return scratch_database
+
+
+@pytest.fixture
+def pg_scratch_url(pg_server_url: str) -> Iterator[str]:
+    """The URL of a new, empty PostgreSQL database, dropped after the test."""
+    with scratch_database(pg_server_url) as url:
+        yield url

@@ -30,6 +30,9 @@ DEFAULT_RULES: dict[str, str] = {
 # A token is a parenthesis or a check; a check may hold %(name)s substitutions.
 _TOKEN = re.compile(r"\s*(\(|\)|(?:%\([^)]*\)[a-z]|[^\s()])+)")
 
+# A rule: check as a whole token, for following references between rules.
+_REFERENCE = re.compile(r"(?<![^\s(])rule:([^\s()]+)")
+
 Check = Callable[[RequestContext, Mapping[str, object]], bool]
 
 
@@ -42,6 +45,7 @@ class Policy:
         self.rules = dict(DEFAULT_RULES)
         self.rules.update(overrides or {})
         self._compiled = {name: self._compile(name, text) for name, text in self.rules.items()}
+        self._refuse_cycles()
 
     @classmethod
     def from_file(cls, path: str | None) -> Policy:
@@ -64,6 +68,24 @@ class Policy:
         """Raise Forbidden unless `rule` allows the caller to act on `target`."""
         if not self.allows(rule, context, target):
             raise Forbidden(f"Policy does not allow {rule} to be performed.")
+
+    def _refuse_cycles(self) -> None:
+        # A rule that reaches itself through rule: checks would recurse forever on every request.
+        references = {name: set(_REFERENCE.findall(text)) for name, text in self.rules.items()}
+        finished: set[str] = set()
+
+        def visit(name: str, path: list[str]) -> None:
+            if name in path:
+                cycle = " -> ".join([*path[path.index(name):], name])
+                raise PolicyError(f"rule {path[0]}: rules refer to each other in a loop: {cycle}")
+            if name in finished:
+                return
+            for reference in references.get(name, ()):
+                visit(reference, [*path, name])
+            finished.add(name)
+
+        for name in self.rules:
+            visit(name, [])
 
     def _compile(self, name: str, text: str) -> Check:
         tokens = [t for t in _TOKEN.findall(text) if t]
@@ -106,8 +128,9 @@ class Policy:
             token = take()
             if token == "(":
                 inner = parse_or()
-                if take() != ")":
+                if peek() != ")":
                     raise PolicyError(f"rule {name}: missing ')' in {text!r}")
+                take()
                 return inner
             return self._atom(name, token)
 

@@ -1,0 +1,115 @@
+"""Migrations: Alembic's scripts build exactly the schema the models describe, on SQLite and
+PostgreSQL, and `blazar-lite db upgrade` applies them (as often as it is run)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from click.testing import CliRunner
+from sqlalchemy import Engine, func, inspect, select
+
+from blazar_lite.cli import main
+from blazar_lite.db import Database
+from blazar_lite.db.migrate import alembic_config, current_revision, upgrade
+from blazar_lite.db.models import Base
+from blazar_lite.placement.models import ResourceClass, Trait
+
+
+def head_revision() -> str:
+    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+
+
+def schema_differences(engine: Engine) -> list[object]:
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True,
+                                                               "compare_server_default": True})
+        return compare_metadata(context, Base.metadata)
+
+
+def assert_migrations_match_models(url: str) -> None:
+    database = Database(url)
+    try:
+        upgrade(database.engine)
+        assert current_revision(database.engine) == head_revision()
+        assert schema_differences(database.engine) == []
+    finally:
+        database.dispose()
+
+
+def test_migrations_match_the_models_on_sqlite(tmp_path: Path) -> None:
+    assert_migrations_match_models(f"sqlite:///{tmp_path}/schema.db")
+
+
+@pytest.mark.postgres
+def test_migrations_match_the_models_on_postgresql(pg_scratch_url: str) -> None:
+    assert_migrations_match_models(pg_scratch_url)
+
+
+def test_comparison_notices_a_table_the_migrations_lack(tmp_path: Path) -> None:
+    # Guards the two tests above: an empty comparison must mean agreement, not a blind check.
+    database = Database(f"sqlite:///{tmp_path}/schema.db")
+    try:
+        upgrade(database.engine)
+        with database.engine.begin() as connection:
+            connection.exec_driver_sql("DROP TABLE inventories")
+        differences = schema_differences(database.engine)
+    finally:
+        database.dispose()
+    assert any(d[0] == "add_table" and d[1].name == "inventories" for d in differences)  # type: ignore[index]
+
+
+def invoke_cli(args: list[str], data_dir: Path):  # type: ignore[no-untyped-def]
+    # Only the data directory comes from outside: no system config file, no BLAZAR_LITE_* leaking in.
+    config = data_dir.parent / "blazar-lite.conf"
+    config.write_text("")
+    env = {name: None for name in os.environ if name.startswith("BLAZAR_LITE_")}
+    env["BLAZAR_LITE_DATA_DIR"] = str(data_dir)
+    return CliRunner().invoke(main, ["--config-file", str(config), *args], env=env)
+
+
+def counts(engine: Engine) -> tuple[int, int]:
+    with engine.connect() as connection:
+        return (connection.scalar(select(func.count()).select_from(ResourceClass)),
+                connection.scalar(select(func.count()).select_from(Trait)))
+
+
+def test_db_upgrade_command_creates_the_schema_in_the_data_dir(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    result = invoke_cli(["db", "upgrade"], data_dir)
+    assert result.exit_code == 0, result.output
+    database = Database(f"sqlite:///{data_dir}/blazar-lite.db")
+    try:
+        assert current_revision(database.engine) == head_revision()
+        assert set(Base.metadata.tables) <= set(inspect(database.engine).get_table_names())
+        resource_classes, traits = counts(database.engine)
+        assert resource_classes > 0 and traits > 0
+    finally:
+        database.dispose()
+
+
+def test_db_upgrade_command_run_twice_is_harmless(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    assert invoke_cli(["db", "upgrade"], data_dir).exit_code == 0
+    database = Database(f"sqlite:///{data_dir}/blazar-lite.db")
+    try:
+        before = counts(database.engine)
+        again = invoke_cli(["db", "upgrade"], data_dir)
+        assert again.exit_code == 0, again.output
+        assert current_revision(database.engine) == head_revision()
+        assert counts(database.engine) == before
+        assert schema_differences(database.engine) == []
+    finally:
+        database.dispose()
+
+
+def test_db_upgrade_command_reports_a_bad_setting(tmp_path: Path) -> None:
+    config = tmp_path / "bad.conf"
+    config.write_text("[api]\nport = eighty\n")
+    result = CliRunner().invoke(main, ["--config-file", str(config), "db", "upgrade"])
+    assert result.exit_code == 1
+    assert "[api] port = 'eighty' is not an integer" in result.output
