@@ -75,6 +75,9 @@ def create_app(settings: Settings, database: Database | None = None) -> Flask:
     def _finish(response):  # type: ignore[no-untyped-def]
         rid = web.request_id()
         response.headers[web.REQUEST_ID_HEADER] = rid
+        if response.status_code == 204:
+            # No content has no type: clients that parse by Content-Type must not try.
+            response.headers.pop("Content-Type", None)
         elapsed = (time.perf_counter() - g.get("started", time.perf_counter())) * 1000
         LOG.info("%s %s %s %d %.1fms", rid, request.method, request.full_path.rstrip("?"),
                  response.status_code, elapsed)

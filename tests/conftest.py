@@ -62,7 +62,7 @@ def client(app):  # type: ignore[no-untyped-def]
 
 
 class PlacementClient:
-    """Test client for /placement at a given microversion."""
+    """Test client for /placement at a given microversion, with the helpers the Placement tests share."""
 
     def __init__(self, client, version: str = "1.39") -> None:  # type: ignore[no-untyped-def]
         self.client = client
@@ -88,6 +88,63 @@ class PlacementClient:
 
     def delete(self, path: str, **kw):  # type: ignore[no-untyped-def]
         return self("DELETE", path, **kw)
+
+    @staticmethod
+    def error(response, status: int, code: str = "placement.undefined_code") -> str:  # type: ignore[no-untyped-def]
+        """Assert that `response` is a Placement error of this status and code; return its detail."""
+        assert response.status_code == status, response.json
+        error = response.json["errors"][0]
+        assert error["status"] == status
+        assert error["code"] == code
+        assert error["request_id"].startswith("req-")
+        return error["detail"]
+
+    def provider(self, name: str = "cn1", inventories: dict | None = None, parent: str | None = None) -> str:
+        """Create a provider (under `parent`, when given) and return its uuid.
+
+        `inventories` maps a resource class to its inventory fields, or to just its total.
+        """
+        body = {"name": name} if parent is None else {"name": name, "parent_provider_uuid": parent}
+        response = self.post("/resource_providers", json=body)
+        assert response.status_code == 200, response.json
+        uuid = response.json["uuid"]
+        if inventories is not None:
+            inventories = {rc: fields if isinstance(fields, dict) else {"total": fields}
+                           for rc, fields in inventories.items()}
+            response = self.put_inventories(uuid, 0, inventories)
+            assert response.status_code == 200, response.json
+        return uuid
+
+    def put_inventories(self, uuid: str, generation: int, inventories: dict, **kw):  # type: ignore[no-untyped-def]
+        """Replace every inventory of the provider."""
+        return self.put(f"/resource_providers/{uuid}/inventories",
+                        json={"resource_provider_generation": generation, "inventories": inventories}, **kw)
+
+    def generation(self, uuid: str) -> int:
+        """The provider's generation."""
+        response = self.get(f"/resource_providers/{uuid}")
+        assert response.status_code == 200, response.json
+        return response.json["generation"]
+
+    @staticmethod
+    def allocation_body(allocations: dict, generation: int | None = None, consumer_type: str = "INSTANCE",
+                        **extra: object) -> dict:
+        """A PUT /allocations/{consumer} body (1.38+) for {provider uuid: {class: amount}}."""
+        body = {"allocations": {rp: {"resources": resources} for rp, resources in allocations.items()},
+                "project_id": "proj", "user_id": "user", "consumer_generation": generation,
+                "consumer_type": consumer_type}
+        body.update(extra)
+        return body
+
+    def allocate(self, consumer: str, allocations: dict, generation: int | None = None, **kw):  # type: ignore[no-untyped-def]
+        """PUT the consumer's allocations, {provider uuid: {class: amount}}, in an `allocation_body`."""
+        return self.put(f"/allocations/{consumer}", json=self.allocation_body(allocations, generation), **kw)
+
+    def held(self, consumer: str) -> dict:
+        """What the consumer holds: {provider uuid: {class: amount}}."""
+        response = self.get(f"/allocations/{consumer}")
+        assert response.status_code == 200, response.json
+        return {rp: entry["resources"] for rp, entry in response.json["allocations"].items()}
 
 
 @pytest.fixture

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from blazar_lite.exceptions import BadRequest, ConcurrentUpdate
-from blazar_lite.placement.common import bump_generation, get_provider, insert_missing, normalize_uuid
+from blazar_lite.placement.common import (
+    bump_generation,
+    get_provider,
+    insert_missing,
+    normalize_uuid,
+    provider_links,
+    replace_provider_links,
+)
 from blazar_lite.placement.models import Aggregate, provider_aggregates
 
 
 def _provider_aggregate_uuids(session: Session, provider_id: int) -> list[str]:
-    return list(session.scalars(select(Aggregate.uuid)
-                                .join(provider_aggregates, provider_aggregates.c.aggregate_id == Aggregate.id)
-                                .where(provider_aggregates.c.resource_provider_id == provider_id)
-                                .order_by(Aggregate.uuid)))
+    return provider_links(session, provider_id, provider_aggregates.c.aggregate_id, Aggregate.uuid)
 
 
 def get_provider_aggregates(session: Session, provider_uuid: str) -> tuple[int, list[str]]:
@@ -55,13 +59,5 @@ def set_provider_aggregates(session: Session, provider_uuid: str, aggregate_uuid
     insert_missing(session, Aggregate.uuid, wanted_uuids)
     wanted = set(session.scalars(select(Aggregate.id).where(Aggregate.uuid.in_(wanted_uuids)))) \
         if wanted_uuids else set()
-    session.execute(delete(provider_aggregates)
-                    .where(provider_aggregates.c.resource_provider_id == provider.id,
-                           provider_aggregates.c.aggregate_id.not_in(wanted)))
-    have = set(session.scalars(select(provider_aggregates.c.aggregate_id)
-                               .where(provider_aggregates.c.resource_provider_id == provider.id)))
-    new = wanted - have
-    if new:
-        session.execute(insert(provider_aggregates),
-                        [{"resource_provider_id": provider.id, "aggregate_id": aid} for aid in sorted(new)])
+    replace_provider_links(session, provider.id, provider_aggregates.c.aggregate_id, wanted)
     return provider.generation, _provider_aggregate_uuids(session, provider.id)

@@ -6,8 +6,8 @@ import uuid as uuidlib
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import Column, delete, insert, select, update
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from blazar_lite.exceptions import BadRequest, ConcurrentUpdate, NotFound
 from blazar_lite.placement.models import ResourceClass, ResourceProvider
@@ -70,6 +70,30 @@ def bump_generation(session: Session, provider: ResourceProvider, expected: int 
             "changed. Please update the generation and try again.")
     provider.generation = expected + 1
     return provider.generation
+
+
+def provider_links(session: Session, provider_id: int, link: Column[int],
+                   name: InstrumentedAttribute[str]) -> list[str]:
+    """The `name`s of what the provider is linked to through the `link` column of a link table
+    (provider_traits.c.trait_id with Trait.name, provider_aggregates.c.aggregate_id with
+    Aggregate.uuid), sorted."""
+    table = link.table
+    return list(session.scalars(select(name)
+                                .join(table, link == name.class_.id)
+                                .where(table.c.resource_provider_id == provider_id)
+                                .order_by(name)))
+
+
+def replace_provider_links(session: Session, provider_id: int, link: Column[int], wanted: set[int]) -> None:
+    """Link the provider to exactly the `wanted` ids of the `link` column's table: drop the
+    other links, add the missing ones and leave those it already has."""
+    table = link.table
+    session.execute(delete(table).where(table.c.resource_provider_id == provider_id, link.not_in(wanted)))
+    have = set(session.scalars(select(link).where(table.c.resource_provider_id == provider_id)))
+    new = wanted - have
+    if new:
+        session.execute(insert(table),
+                        [{"resource_provider_id": provider_id, link.key: target} for target in sorted(new)])
 
 
 def trait_ids(session: Session, names: set[str]) -> dict[str, int]:

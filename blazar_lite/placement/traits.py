@@ -5,11 +5,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from sqlalchemy import delete, exists, insert, select
+from sqlalchemy import delete, exists, select
 from sqlalchemy.orm import Session
 
 from blazar_lite.exceptions import BadRequest, Conflict, NotFound
-from blazar_lite.placement.common import bump_generation, get_provider, insert_missing, trait_ids
+from blazar_lite.placement.common import (
+    bump_generation,
+    get_provider,
+    insert_missing,
+    provider_links,
+    replace_provider_links,
+    trait_ids,
+)
 from blazar_lite.placement.models import Trait, provider_traits
 
 CUSTOM_PREFIX = "CUSTOM_"
@@ -87,10 +94,7 @@ def delete_trait(session: Session, name: str) -> None:
 
 
 def _provider_trait_names(session: Session, provider_id: int) -> list[str]:
-    return list(session.scalars(select(Trait.name)
-                                .join(provider_traits, provider_traits.c.trait_id == Trait.id)
-                                .where(provider_traits.c.resource_provider_id == provider_id)
-                                .order_by(Trait.name)))
+    return provider_links(session, provider_id, provider_traits.c.trait_id, Trait.name)
 
 
 def get_provider_traits(session: Session, provider_uuid: str) -> tuple[int, list[str]]:
@@ -110,15 +114,7 @@ def set_provider_traits(session: Session, provider_uuid: str, generation: int | 
     provider = get_provider(session, provider_uuid)
     ids = trait_ids(session, set(names))
     bump_generation(session, provider, generation)
-    wanted = set(ids.values())
-    session.execute(delete(provider_traits).where(provider_traits.c.resource_provider_id == provider.id,
-                                                  provider_traits.c.trait_id.not_in(wanted)))
-    have = set(session.scalars(select(provider_traits.c.trait_id)
-                               .where(provider_traits.c.resource_provider_id == provider.id)))
-    new = wanted - have
-    if new:
-        session.execute(insert(provider_traits),
-                        [{"resource_provider_id": provider.id, "trait_id": tid} for tid in sorted(new)])
+    replace_provider_links(session, provider.id, provider_traits.c.trait_id, set(ids.values()))
     return provider.generation, _provider_trait_names(session, provider.id)
 
 

@@ -10,7 +10,7 @@ from marshmallow import Schema, fields, pre_load
 from blazar_lite import web
 from blazar_lite.placement import aggregates
 from blazar_lite.placement.api import microversion
-from blazar_lite.placement.api.common import Uuid, generation_field, query_args, reading, versioned, writing
+from blazar_lite.placement.api.common import Uuid, generation_field, read_only, versioned, writing
 
 blp = Blueprint("placement_aggregates", __name__, description="Provider aggregates")
 
@@ -48,9 +48,7 @@ def _render(generation: int, uuids: list[str]) -> dict:
 def list_provider_aggregates(uuid: str):  # type: ignore[no-untyped-def]
     """The uuids of the provider's aggregates (and its generation, from 1.19)."""
     microversion.require(1)
-    query_args(set())
-    with reading() as session:
-        return _render(*aggregates.get_provider_aggregates(session, uuid))
+    return read_only(lambda session: _render(*aggregates.get_provider_aggregates(session, uuid)))
 
 
 @blp.route("/resource_providers/<string:uuid>/aggregates", methods=["PUT"])

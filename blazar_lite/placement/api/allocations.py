@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response
 from flask_smorest import Blueprint
 from marshmallow import Schema, ValidationError, fields, validate
 
@@ -18,7 +17,7 @@ from blazar_lite import web
 from blazar_lite.exceptions import BadRequest
 from blazar_lite.placement import allocations
 from blazar_lite.placement.api import microversion
-from blazar_lite.placement.api.common import MAX_INT, Int, Uuid, query_args, reading, writing
+from blazar_lite.placement.api.common import MAX_INT, Int, Uuid, empty, read_only, writing
 
 blp = Blueprint("placement_allocations", __name__, description="Allocations")
 
@@ -221,9 +220,7 @@ class ProviderAllocationsSchema(Schema):
 @blp.alt_response(200, schema=ConsumerAllocationsSchema, description="The consumer's allocations (maybe none).")
 def show_consumer_allocations(consumer_uuid: str):  # type: ignore[no-untyped-def]
     """What the consumer holds on each provider; an unknown consumer holds nothing."""
-    query_args(set())
-    with reading() as session:
-        return consumer_body(allocations.get_consumer_allocations(session, consumer_uuid))
+    return read_only(lambda session: consumer_body(allocations.get_consumer_allocations(session, consumer_uuid)))
 
 
 @blp.route("/allocations/<string:consumer_uuid>", methods=["PUT"])
@@ -237,7 +234,7 @@ def replace_consumer_allocations(consumer_uuid: str):  # type: ignore[no-untyped
         data["allocations"] = _listed_to_dict(data["allocations"])
     with writing() as session:
         allocations.write_allocations(session, {consumer_uuid: consumer_write(data)})
-    return Response(status=204)
+    return empty(204)
 
 
 @blp.route("/allocations/<string:consumer_uuid>", methods=["DELETE"])
@@ -246,7 +243,7 @@ def delete_consumer_allocations(consumer_uuid: str):  # type: ignore[no-untyped-
     """Remove everything the consumer holds (404 when it holds nothing)."""
     with writing() as session:
         allocations.delete_consumer_allocations(session, consumer_uuid)
-    return Response(status=204)
+    return empty(204)
 
 
 @blp.route("/allocations", methods=["POST"])
@@ -259,13 +256,11 @@ def replace_many_allocations():  # type: ignore[no-untyped-def]
     data = web.json_body(ConsumerMap(consumer_entry_schema()))
     with writing() as session:
         allocations.write_allocations(session, {uuid: consumer_write(entry) for uuid, entry in data.items()})
-    return Response(status=204)
+    return empty(204)
 
 
 @blp.route("/resource_providers/<string:uuid>/allocations", methods=["GET"])
 @blp.alt_response(200, schema=ProviderAllocationsSchema, description="The provider's allocations by consumer.")
 def show_provider_allocations(uuid: str):  # type: ignore[no-untyped-def]
     """Every allocation against the provider, by consumer."""
-    query_args(set())
-    with reading() as session:
-        return provider_body(allocations.get_provider_allocations(session, uuid))
+    return read_only(lambda session: provider_body(allocations.get_provider_allocations(session, uuid)))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from flask import Response, request
 from marshmallow import Schema, ValidationError, fields, validate
@@ -12,6 +13,8 @@ from sqlalchemy.orm import Session
 from blazar_lite import web
 from blazar_lite.placement.api import microversion
 from blazar_lite.placement.query import check_allowed
+
+T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -34,6 +37,13 @@ def query_args(allowed: set[str]) -> dict[str, list[str]]:
     args = {key: request.args.getlist(key) for key in request.args}
     check_allowed(args, allowed)
     return args
+
+
+def read_only(read: Callable[[Session], T]) -> T:
+    """Answer a GET that takes no query parameters: refuse any, then `read` in a read transaction."""
+    query_args(set())
+    with reading() as session:
+        return read(session)
 
 
 def single(args: dict[str, list[str]], key: str) -> str | None:
@@ -97,3 +107,11 @@ def empty(status: int, location: str | None = None) -> Response:
     response = Response(status=status, headers={"Location": location} if location else {})
     del response.headers["Content-Type"]
     return response
+
+
+def ensure(create: Callable[[Session], bool], location: str) -> Response:
+    """Create something unless it exists: 201 when `create` made it, 204 when it was there
+    already; a Location header and no body either way."""
+    with writing() as session:
+        created = create(session)
+    return empty(201 if created else 204, location)

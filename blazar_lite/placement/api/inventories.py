@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from flask import Response
 from flask_smorest import Blueprint
 from marshmallow import Schema, fields, validate
 
 from blazar_lite import web
 from blazar_lite.placement import inventories
 from blazar_lite.placement.api import microversion
-from blazar_lite.placement.api.common import MAX_INT, Int, generation_field, query_args, reading, writing
+from blazar_lite.placement.api.common import MAX_INT, Int, empty, generation_field, read_only, writing
 
 blp = Blueprint("placement_inventories", __name__, description="Inventories of resource providers")
 
@@ -64,9 +63,7 @@ def _all(generation: int, invs: dict) -> dict:
 @blp.alt_response(200, schema=InventoriesSchema, description="Every inventory of the provider.")
 def list_inventories(uuid: str):  # type: ignore[no-untyped-def]
     """The provider's inventory of every class, with its generation."""
-    query_args(set())
-    with reading() as session:
-        return _all(*inventories.get_inventories(session, uuid))
+    return read_only(lambda session: _all(*inventories.get_inventories(session, uuid)))
 
 
 @blp.route("/resource_providers/<string:uuid>/inventories", methods=["PUT"])
@@ -100,16 +97,14 @@ def delete_inventories(uuid: str):  # type: ignore[no-untyped-def]
     microversion.require(5)
     with writing() as session:
         inventories.delete_all_inventories(session, uuid)
-    return Response(status=204)
+    return empty(204)
 
 
 @blp.route("/resource_providers/<string:uuid>/inventories/<string:resource_class>", methods=["GET"])
 @blp.alt_response(200, schema=InventorySchema, description="The inventory of one class.")
 def show_inventory(uuid: str, resource_class: str):  # type: ignore[no-untyped-def]
     """The provider's inventory of one class."""
-    query_args(set())
-    with reading() as session:
-        return _one(*inventories.get_inventory(session, uuid, resource_class))
+    return read_only(lambda session: _one(*inventories.get_inventory(session, uuid, resource_class)))
 
 
 @blp.route("/resource_providers/<string:uuid>/inventories/<string:resource_class>", methods=["PUT"])
@@ -130,4 +125,4 @@ def delete_inventory(uuid: str, resource_class: str):  # type: ignore[no-untyped
     """Remove the inventory of one class; 409 while allocations use it."""
     with writing() as session:
         inventories.delete_inventory(session, uuid, resource_class)
-    return Response(status=204)
+    return empty(204)

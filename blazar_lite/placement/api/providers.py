@@ -8,7 +8,7 @@ from marshmallow import Schema, fields, validate
 
 from blazar_lite.placement import providers
 from blazar_lite.placement.api import microversion
-from blazar_lite.placement.api.common import Uuid, query_args, reading, single, versioned, writing
+from blazar_lite.placement.api.common import Uuid, empty, query_args, read_only, reading, single, versioned, writing
 from blazar_lite.placement.query import parse_member_of, parse_required, parse_resources
 from blazar_lite.versions import LinkSchema
 
@@ -106,9 +106,7 @@ def create_resource_provider():  # type: ignore[no-untyped-def]
 @blp.alt_response(200, schema=ProviderSchema, description="The provider.")
 def show_resource_provider(uuid: str):  # type: ignore[no-untyped-def]
     """Show one provider."""
-    query_args(set())
-    with reading() as session:
-        return provider_body(providers.show_provider(session, uuid))
+    return read_only(lambda session: provider_body(providers.show_provider(session, uuid)))
 
 
 @blp.route("/resource_providers/<string:uuid>", methods=["PUT"])
@@ -132,6 +130,6 @@ def delete_resource_provider(uuid: str):  # type: ignore[no-untyped-def]
     """Delete a provider that has no children and no allocations."""
     with writing() as session:
         providers.delete_provider(session, uuid)
-    return Response(status=204)
+    return empty(204)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from flask import Response
 from flask_smorest import Blueprint
 from marshmallow import Schema, fields, validate
 
@@ -17,7 +16,7 @@ from blazar_lite.placement.api.allocations import (
     consumer_entry_schema,
     consumer_write,
 )
-from blazar_lite.placement.api.common import Uuid, writing
+from blazar_lite.placement.api.common import Uuid, empty, writing
 from blazar_lite.placement.api.inventories import InventoriesReplace
 
 blp = Blueprint("placement_reshaper", __name__, description="Reshaper")
@@ -53,4 +52,4 @@ def reshape():  # type: ignore[no-untyped-def]
     with writing() as session:
         reshaper.reshape(session, inventories,
                          {uuid: consumer_write(entry) for uuid, entry in data["allocations"].items()})
-    return Response(status=204)
+    return empty(204)

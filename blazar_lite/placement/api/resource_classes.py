@@ -8,7 +8,7 @@ from marshmallow import Schema, fields, validate
 from blazar_lite import web
 from blazar_lite.placement import resource_classes
 from blazar_lite.placement.api import microversion
-from blazar_lite.placement.api.common import empty, query_args, reading, writing
+from blazar_lite.placement.api.common import empty, ensure, read_only, writing
 from blazar_lite.versions import LinkSchema
 
 blp = Blueprint("placement_resource_classes", __name__, description="Resource classes")
@@ -46,9 +46,8 @@ def _body(name: str) -> dict:
 def list_resource_classes():  # type: ignore[no-untyped-def]
     """List every resource class, standard ones first."""
     microversion.require(2)
-    query_args(set())
-    with reading() as session:
-        return {"resource_classes": [_body(n) for n in resource_classes.list_resource_classes(session)]}
+    names = read_only(resource_classes.list_resource_classes)
+    return {"resource_classes": [_body(n) for n in names]}
 
 
 @blp.route("/resource_classes", methods=["POST"])
@@ -68,9 +67,7 @@ def create_resource_class():  # type: ignore[no-untyped-def]
 def show_resource_class(name: str):  # type: ignore[no-untyped-def]
     """Show one resource class."""
     microversion.require(2)
-    query_args(set())
-    with reading() as session:
-        return _body(resource_classes.show_resource_class(session, name))
+    return read_only(lambda session: _body(resource_classes.show_resource_class(session, name)))
 
 
 @blp.route("/resource_classes/<string:name>", methods=["PUT"])
@@ -86,9 +83,7 @@ def put_resource_class(name: str):  # type: ignore[no-untyped-def]
         data = web.json_body(ResourceClassName())
         with writing() as session:
             return _body(resource_classes.rename_resource_class(session, name, data["name"]))
-    with writing() as session:
-        created = resource_classes.ensure_resource_class(session, name)
-    return empty(201 if created else 204, _location(name))
+    return ensure(lambda session: resource_classes.ensure_resource_class(session, name), _location(name))
 
 
 @blp.route("/resource_classes/<string:name>", methods=["DELETE"])

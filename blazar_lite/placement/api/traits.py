@@ -9,7 +9,16 @@ from blazar_lite import web
 from blazar_lite.exceptions import BadRequest
 from blazar_lite.placement import traits
 from blazar_lite.placement.api import microversion
-from blazar_lite.placement.api.common import empty, generation_field, query_args, reading, single, writing
+from blazar_lite.placement.api.common import (
+    empty,
+    ensure,
+    generation_field,
+    query_args,
+    read_only,
+    reading,
+    single,
+    writing,
+)
 
 blp = Blueprint("placement_traits", __name__, description="Traits")
 
@@ -70,9 +79,7 @@ def list_traits():  # type: ignore[no-untyped-def]
 def show_trait(name: str):  # type: ignore[no-untyped-def]
     """204 when the trait exists, 404 when not."""
     microversion.require(6)
-    query_args(set())
-    with reading() as session:
-        traits.show_trait(session, name)
+    read_only(lambda session: traits.show_trait(session, name))
     return empty(204)
 
 
@@ -82,9 +89,7 @@ def show_trait(name: str):  # type: ignore[no-untyped-def]
 def put_trait(name: str):  # type: ignore[no-untyped-def]
     """Create the custom trait `name` unless it exists."""
     microversion.require(6)
-    with writing() as session:
-        created = traits.ensure_trait(session, name)
-    return empty(201 if created else 204, _location(name))
+    return ensure(lambda session: traits.ensure_trait(session, name), _location(name))
 
 
 @blp.route("/traits/<string:name>", methods=["DELETE"])
@@ -106,9 +111,7 @@ def _provider_traits(generation: int, names: list[str]) -> dict:
 def list_provider_traits(uuid: str):  # type: ignore[no-untyped-def]
     """The provider's traits, with its generation."""
     microversion.require(6)
-    query_args(set())
-    with reading() as session:
-        return _provider_traits(*traits.get_provider_traits(session, uuid))
+    return read_only(lambda session: _provider_traits(*traits.get_provider_traits(session, uuid)))
 
 
 @blp.route("/resource_providers/<string:uuid>/traits", methods=["PUT"])

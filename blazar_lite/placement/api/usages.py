@@ -6,11 +6,12 @@ import re
 
 from flask_smorest import Blueprint
 from marshmallow import Schema, fields
+from sqlalchemy.orm import Session
 
 from blazar_lite.exceptions import BadRequest
 from blazar_lite.placement import usages
 from blazar_lite.placement.api import microversion
-from blazar_lite.placement.api.common import query_args, reading, single
+from blazar_lite.placement.api.common import query_args, read_only, reading, single
 from blazar_lite.placement.common import get_provider
 
 blp = Blueprint("placement_usages", __name__, description="Usages")
@@ -30,14 +31,16 @@ class UsagesSchema(Schema):
                                                   "class: amount}}."})
 
 
+def _provider_usages(session: Session, uuid: str) -> dict:
+    used = usages.provider_usages(session, uuid)
+    return {"resource_provider_generation": get_provider(session, uuid).generation, "usages": used}
+
+
 @blp.route("/resource_providers/<string:uuid>/usages", methods=["GET"])
 @blp.alt_response(200, schema=ProviderUsagesSchema, description="Allocated amount per class.")
 def provider_usages(uuid: str):  # type: ignore[no-untyped-def]
     """How much of each class of the provider's inventory is allocated."""
-    query_args(set())
-    with reading() as session:
-        used = usages.provider_usages(session, uuid)
-        return {"resource_provider_generation": get_provider(session, uuid).generation, "usages": used}
+    return read_only(lambda session: _provider_usages(session, uuid))
 
 
 def _id_param(args: dict[str, list[str]], key: str) -> str | None:

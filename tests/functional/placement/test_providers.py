@@ -11,15 +11,6 @@ def _create(placement, name, **body):  # type: ignore[no-untyped-def]
     return response.json
 
 
-def _error(response, status, code="placement.undefined_code"):  # type: ignore[no-untyped-def]
-    assert response.status_code == status, response.json
-    error = response.json["errors"][0]
-    assert error["status"] == status
-    assert error["code"] == code
-    assert error["request_id"].startswith("req-")
-    return error["detail"]
-
-
 def test_create_returns_provider_body_from_1_20(placement):
     body = _create(placement, "cn1")
     assert body["name"] == "cn1"
@@ -43,42 +34,43 @@ def test_create_keeps_the_given_uuid_in_canonical_form(placement):
 
 def test_create_with_a_taken_name_is_409_duplicate_name(placement):
     _create(placement, "cn1")
-    detail = _error(placement.post("/resource_providers", json={"name": "cn1"}), 409, "placement.duplicate_name")
+    detail = placement.error(placement.post("/resource_providers", json={"name": "cn1"}), 409,
+                             "placement.duplicate_name")
     assert "cn1" in detail
 
 
 def test_create_with_a_taken_uuid_is_409(placement):
     body = _create(placement, "cn1")
     response = placement.post("/resource_providers", json={"name": "cn2", "uuid": body["uuid"]})
-    assert "uuid" in _error(response, 409, "placement.duplicate_uuid")
+    assert "uuid" in placement.error(response, 409, "placement.duplicate_uuid")
 
 
 def test_create_with_a_name_over_200_characters_is_400_naming_the_field(placement):
-    detail = _error(placement.post("/resource_providers", json={"name": "x" * 201}), 400)
+    detail = placement.error(placement.post("/resource_providers", json={"name": "x" * 201}), 400)
     assert "'name'" in detail
 
 
 def test_create_with_an_unknown_field_is_400_naming_it(placement):
-    detail = _error(placement.post("/resource_providers", json={"name": "a", "colour": "red"}), 400)
+    detail = placement.error(placement.post("/resource_providers", json={"name": "a", "colour": "red"}), 400)
     assert "'colour'" in detail and "Unknown field" in detail
 
 
 def test_create_with_a_name_of_the_wrong_type_is_400(placement):
-    assert "'name'" in _error(placement.post("/resource_providers", json={"name": 5}), 400)
+    assert "'name'" in placement.error(placement.post("/resource_providers", json={"name": 5}), 400)
 
 
 def test_create_with_a_bad_uuid_is_400(placement):
-    assert "'uuid'" in _error(placement.post("/resource_providers", json={"name": "a", "uuid": "nope"}), 400)
+    assert "'uuid'" in placement.error(placement.post("/resource_providers", json={"name": "a", "uuid": "nope"}), 400)
 
 
 def test_create_with_malformed_json_is_400(placement):
     response = placement("POST", "/resource_providers", data="{nope", headers={"Content-Type": "application/json"})
-    assert "Malformed JSON" in _error(response, 400)
+    assert "Malformed JSON" in placement.error(response, 400)
 
 
 def test_create_without_json_content_type_is_415(placement):
     response = placement("POST", "/resource_providers", data="name=a", headers={"Content-Type": "text/plain"})
-    assert "application/json" in _error(response, 415)
+    assert "application/json" in placement.error(response, 415)
 
 
 def test_create_nested_provider_records_parent_and_root(placement):
@@ -90,22 +82,22 @@ def test_create_nested_provider_records_parent_and_root(placement):
 
 
 def test_create_under_a_missing_parent_is_400(placement):
-    detail = _error(placement.post("/resource_providers", json={"name": "a", "parent_provider_uuid": str(uuid.uuid4())}),
-                    400)
+    response = placement.post("/resource_providers", json={"name": "a", "parent_provider_uuid": str(uuid.uuid4())})
+    detail = placement.error(response, 400)
     assert "parent provider" in detail
 
 
 def test_create_with_parent_equal_to_own_uuid_is_400(placement):
     own = str(uuid.uuid4())
     response = placement.post("/resource_providers", json={"name": "a", "uuid": own, "parent_provider_uuid": own})
-    assert "cannot be same" in _error(response, 400)
+    assert "cannot be same" in placement.error(response, 400)
 
 
 def test_parent_provider_uuid_is_unknown_before_1_14(placement):
     root = _create(placement, "cn1")
     response = placement.post("/resource_providers", json={"name": "a", "parent_provider_uuid": root["uuid"]},
                               version="1.13")
-    assert "'parent_provider_uuid'" in _error(response, 400)
+    assert "'parent_provider_uuid'" in placement.error(response, 400)
 
 
 def test_show_returns_links_that_grow_with_the_microversion(placement):
@@ -119,7 +111,7 @@ def test_show_returns_links_that_grow_with_the_microversion(placement):
 
 
 def test_show_missing_provider_is_404(placement):
-    _error(placement.get(f"/resource_providers/{uuid.uuid4()}"), 404)
+    placement.error(placement.get(f"/resource_providers/{uuid.uuid4()}"), 404)
 
 
 def test_list_filters_by_name_uuid_and_in_tree(placement):
@@ -134,30 +126,28 @@ def test_list_filters_by_name_uuid_and_in_tree(placement):
 
 
 def test_list_with_an_unknown_parameter_is_400_naming_it(placement):
-    assert "colour" in _error(placement.get("/resource_providers?colour=red"), 400)
+    assert "colour" in placement.error(placement.get("/resource_providers?colour=red"), 400)
 
 
 def test_list_in_tree_is_unknown_before_1_14(placement):
     _create(placement, "cn1")
-    assert "in_tree" in _error(placement.get(f"/resource_providers?in_tree={uuid.uuid4()}", version="1.13"), 400)
+    response = placement.get(f"/resource_providers?in_tree={uuid.uuid4()}", version="1.13")
+    assert "in_tree" in placement.error(response, 400)
 
 
 def test_list_filters_by_resources_capacity(placement):
-    big = _create(placement, "big")
-    small = _create(placement, "small")
-    for body, total in ((big, 16), (small, 2)):
-        placement.put(f"/resource_providers/{body['uuid']}/inventories",
-                      json={"resource_provider_generation": 0, "inventories": {"VCPU": {"total": total}}})
+    placement.provider("big", {"VCPU": 16})
+    placement.provider("small", {"VCPU": 2})
     found = placement.get("/resource_providers?resources=VCPU:4").json["resource_providers"]
     assert [p["name"] for p in found] == ["big"]
 
 
 def test_list_with_badly_formed_resources_is_400(placement):
-    assert "resources" in _error(placement.get("/resource_providers?resources=VCPU"), 400)
+    assert "resources" in placement.error(placement.get("/resource_providers?resources=VCPU"), 400)
 
 
 def test_list_with_an_unknown_resource_class_is_400(placement):
-    assert "CUSTOM_NOPE" in _error(placement.get("/resource_providers?resources=CUSTOM_NOPE:1"), 400)
+    assert "CUSTOM_NOPE" in placement.error(placement.get("/resource_providers?resources=CUSTOM_NOPE:1"), 400)
 
 
 def test_update_renames_and_bumps_generation(placement):
@@ -171,12 +161,12 @@ def test_update_renames_and_bumps_generation(placement):
 def test_update_to_a_taken_name_is_409(placement):
     _create(placement, "cn1")
     other = _create(placement, "cn2")
-    _error(placement.put(f"/resource_providers/{other['uuid']}", json={"name": "cn1"}), 409,
-           "placement.duplicate_name")
+    placement.error(placement.put(f"/resource_providers/{other['uuid']}", json={"name": "cn1"}), 409,
+                    "placement.duplicate_name")
 
 
 def test_update_missing_provider_is_404(placement):
-    _error(placement.put(f"/resource_providers/{uuid.uuid4()}", json={"name": "x"}), 404)
+    placement.error(placement.put(f"/resource_providers/{uuid.uuid4()}", json={"name": "x"}), 404)
 
 
 def test_update_can_give_a_root_a_parent_from_1_14(placement):
@@ -193,7 +183,7 @@ def test_reparenting_is_refused_before_1_37(placement):
     child = _create(placement, "child", parent_provider_uuid=a["uuid"])
     response = placement.put(f"/resource_providers/{child['uuid']}",
                              json={"name": "child", "parent_provider_uuid": b["uuid"]}, version="1.36")
-    assert "re-parenting" in _error(response, 400)
+    assert "re-parenting" in placement.error(response, 400)
 
 
 def test_reparenting_from_1_37_moves_the_whole_subtree(placement):
@@ -222,7 +212,7 @@ def test_unparenting_before_1_37_is_400(placement):
     child = _create(placement, "child", parent_provider_uuid=a["uuid"])
     response = placement.put(f"/resource_providers/{child['uuid']}",
                              json={"name": "child", "parent_provider_uuid": None}, version="1.36")
-    assert "un-parenting" in _error(response, 400)
+    assert "un-parenting" in placement.error(response, 400)
 
 
 def test_reparenting_under_own_descendant_is_400(placement):
@@ -230,27 +220,25 @@ def test_reparenting_under_own_descendant_is_400(placement):
     child = _create(placement, "child", parent_provider_uuid=a["uuid"])
     response = placement.put(f"/resource_providers/{a['uuid']}",
                              json={"name": "a", "parent_provider_uuid": child["uuid"]})
-    assert "loop" in _error(response, 400)
+    assert "loop" in placement.error(response, 400)
 
 
 def test_delete_removes_provider_and_its_inventory(placement):
-    body = _create(placement, "cn1")
-    placement.put(f"/resource_providers/{body['uuid']}/inventories",
-                  json={"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 4}}})
-    assert placement.delete(f"/resource_providers/{body['uuid']}").status_code == 204
-    _error(placement.get(f"/resource_providers/{body['uuid']}"), 404)
+    rp = placement.provider("cn1", {"VCPU": 4})
+    assert placement.delete(f"/resource_providers/{rp}").status_code == 204
+    placement.error(placement.get(f"/resource_providers/{rp}"), 404)
     assert placement.post("/resource_providers", json={"name": "cn1"}).status_code == 200
 
 
 def test_delete_parent_with_children_is_409(placement):
     root = _create(placement, "cn1")
     _create(placement, "child", parent_provider_uuid=root["uuid"])
-    _error(placement.delete(f"/resource_providers/{root['uuid']}"), 409,
-           "placement.resource_provider.cannot_delete_parent")
+    placement.error(placement.delete(f"/resource_providers/{root['uuid']}"), 409,
+                    "placement.resource_provider.cannot_delete_parent")
 
 
 def test_delete_missing_provider_is_404(placement):
-    _error(placement.delete(f"/resource_providers/{uuid.uuid4()}"), 404)
+    placement.error(placement.delete(f"/resource_providers/{uuid.uuid4()}"), 404)
 
 
 def test_method_not_allowed_is_405_in_placement_format(placement):
@@ -261,7 +249,7 @@ def test_method_not_allowed_is_405_in_placement_format(placement):
 
 
 def test_a_path_uuid_that_is_not_a_uuid_is_404(placement):
-    _error(placement.get("/resource_providers/not-a-uuid"), 404)
+    placement.error(placement.get("/resource_providers/not-a-uuid"), 404)
 
 
 def test_gets_carry_cache_headers_from_1_15(placement):

@@ -7,25 +7,9 @@ import pytest
 from blazar_lite.placement import resource_classes
 
 
-def _error(response, status, code="placement.undefined_code"):  # type: ignore[no-untyped-def]
-    assert response.status_code == status, response.json
-    error = response.json["errors"][0]
-    assert error["status"] == status
-    assert error["code"] == code
-    return error["detail"]
-
-
 def _create(placement, name):  # type: ignore[no-untyped-def]
     response = placement.post("/resource_classes", json={"name": name})
     assert response.status_code == 201, response.json
-
-
-def _provider_with_inventory(placement, rc, total=4):  # type: ignore[no-untyped-def]
-    uuid = placement.post("/resource_providers", json={"name": "cn1"}).json["uuid"]
-    response = placement.put(f"/resource_providers/{uuid}/inventories",
-                             json={"resource_provider_generation": 0, "inventories": {rc: {"total": total}}})
-    assert response.status_code == 200, response.json
-    return uuid
 
 
 @pytest.mark.parametrize(("method", "path"), [
@@ -33,7 +17,7 @@ def _provider_with_inventory(placement, rc, total=4):  # type: ignore[no-untyped
     ("PUT", "/resource_classes/CUSTOM_A"), ("DELETE", "/resource_classes/CUSTOM_A")])
 def test_every_route_is_absent_before_1_2(placement, method, path):
     response = placement(method, path, json={"name": "CUSTOM_B"}, version="1.1")
-    _error(response, 404)
+    placement.error(response, 404)
 
 
 def test_create_before_1_2_is_404_even_with_a_wrong_content_type(placement):
@@ -56,7 +40,7 @@ def test_list_puts_a_created_custom_class_last(placement):
 
 
 def test_list_with_a_query_parameter_is_400_naming_it(placement):
-    assert "colour" in _error(placement.get("/resource_classes?colour=red"), 400)
+    assert "colour" in placement.error(placement.get("/resource_classes?colour=red"), 400)
 
 
 def test_create_answers_201_with_location_and_no_body(placement):
@@ -70,13 +54,13 @@ def test_create_answers_201_with_location_and_no_body(placement):
 def test_create_of_an_existing_class_is_409_duplicate_name(placement):
     _create(placement, "CUSTOM_GPU")
     response = placement.post("/resource_classes", json={"name": "CUSTOM_GPU"})
-    assert "CUSTOM_GPU" in _error(response, 409, "placement.duplicate_name")
+    assert "CUSTOM_GPU" in placement.error(response, 409, "placement.duplicate_name")
 
 
 @pytest.mark.parametrize("name", ["VCPU", "IRON_NFV", "CUSTOM_lower", "CUSTOM_Illegal&@!Name?", "CUSTOM_",
                                   "CUSTOM_" + "X" * 249])
 def test_create_with_an_invalid_name_is_400_naming_the_field(placement, name):
-    assert "'name'" in _error(placement.post("/resource_classes", json={"name": name}), 400)
+    assert "'name'" in placement.error(placement.post("/resource_classes", json={"name": name}), 400)
 
 
 def test_create_with_a_name_of_255_characters_is_accepted(placement):
@@ -84,17 +68,17 @@ def test_create_with_a_name_of_255_characters_is_accepted(placement):
 
 
 def test_create_without_a_name_is_400_naming_the_field(placement):
-    assert "'name'" in _error(placement.post("/resource_classes", json={}), 400)
+    assert "'name'" in placement.error(placement.post("/resource_classes", json={}), 400)
 
 
 def test_create_with_an_unknown_field_is_400_naming_it(placement):
-    detail = _error(placement.post("/resource_classes", json={"name": "CUSTOM_A", "extra": 1}), 400)
+    detail = placement.error(placement.post("/resource_classes", json={"name": "CUSTOM_A", "extra": 1}), 400)
     assert "'extra'" in detail
 
 
 def test_create_with_malformed_json_is_400(placement):
     response = placement("POST", "/resource_classes", data="{nope", headers={"Content-Type": "application/json"})
-    assert "Malformed JSON" in _error(response, 400)
+    assert "Malformed JSON" in placement.error(response, 400)
 
 
 def test_create_without_json_content_type_is_415(placement):
@@ -115,7 +99,7 @@ def test_show_of_a_standard_class_returns_it(placement):
 
 
 def test_show_of_a_missing_class_is_404_naming_it(placement):
-    assert "CUSTOM_NONE" in _error(placement.get("/resource_classes/CUSTOM_NONE"), 404)
+    assert "CUSTOM_NONE" in placement.error(placement.get("/resource_classes/CUSTOM_NONE"), 404)
 
 
 def test_rename_before_1_7_returns_the_renamed_class(placement):
@@ -129,7 +113,7 @@ def test_rename_before_1_7_returns_the_renamed_class(placement):
 
 def test_rename_keeps_the_inventories_of_the_class(placement):
     _create(placement, "CUSTOM_OLD")
-    uuid = _provider_with_inventory(placement, "CUSTOM_OLD", total=7)
+    uuid = placement.provider("cn1", {"CUSTOM_OLD": 7})
     placement.put("/resource_classes/CUSTOM_OLD", json={"name": "CUSTOM_NEW"}, version="1.6")
     inventories = placement.get(f"/resource_providers/{uuid}/inventories").json["inventories"]
     assert inventories["CUSTOM_NEW"]["total"] == 7 and "CUSTOM_OLD" not in inventories
@@ -137,25 +121,25 @@ def test_rename_keeps_the_inventories_of_the_class(placement):
 
 def test_rename_of_a_standard_class_is_400(placement):
     response = placement.put("/resource_classes/VCPU", json={"name": "CUSTOM_VCPU"}, version="1.6")
-    assert "Cannot update standard resource class VCPU" in _error(response, 400)
+    assert "Cannot update standard resource class VCPU" in placement.error(response, 400)
 
 
 def test_rename_to_a_standard_name_is_400_naming_the_field(placement):
     _create(placement, "CUSTOM_OLD")
     response = placement.put("/resource_classes/CUSTOM_OLD", json={"name": "VCPU"}, version="1.6")
-    assert "'name'" in _error(response, 400)
+    assert "'name'" in placement.error(response, 400)
 
 
 def test_rename_of_a_missing_class_is_404(placement):
     response = placement.put("/resource_classes/CUSTOM_NONE", json={"name": "CUSTOM_NEW"}, version="1.6")
-    assert "CUSTOM_NONE" in _error(response, 404)
+    assert "CUSTOM_NONE" in placement.error(response, 404)
 
 
 def test_rename_onto_an_existing_class_is_409_and_changes_nothing(placement):
     _create(placement, "CUSTOM_A")
     _create(placement, "CUSTOM_B")
     response = placement.put("/resource_classes/CUSTOM_A", json={"name": "CUSTOM_B"}, version="1.6")
-    assert "CUSTOM_B" in _error(response, 409, "placement.duplicate_name")
+    assert "CUSTOM_B" in placement.error(response, 409, "placement.duplicate_name")
     assert placement.get("/resource_classes/CUSTOM_A").status_code == 200
 
 
@@ -163,7 +147,7 @@ def test_rename_with_an_unknown_field_is_400_naming_it(placement):
     _create(placement, "CUSTOM_A")
     response = placement.put("/resource_classes/CUSTOM_A", json={"name": "CUSTOM_B", "additional": 1},
                              version="1.6")
-    assert "'additional'" in _error(response, 400)
+    assert "'additional'" in placement.error(response, 400)
 
 
 def test_put_from_1_7_creates_a_missing_class_with_201_and_location(placement):
@@ -183,7 +167,7 @@ def test_put_from_1_7_of_an_existing_class_is_204_with_location(placement):
 
 @pytest.mark.parametrize("name", ["VCPU", "GPU", "CUSTOM_lower", "CUSTOM_" + "X" * 249])
 def test_put_from_1_7_of_a_name_that_is_not_custom_is_400(placement, name):
-    assert "CUSTOM_" in _error(placement.put(f"/resource_classes/{name}"), 400)
+    assert "CUSTOM_" in placement.error(placement.put(f"/resource_classes/{name}"), 400)
 
 
 def test_put_from_1_7_ignores_the_body(placement):
@@ -201,24 +185,25 @@ def test_delete_removes_a_custom_class(placement):
 
 
 def test_delete_of_a_standard_class_is_400(placement):
-    assert "Cannot delete standard resource class VCPU" in _error(placement.delete("/resource_classes/VCPU"), 400)
+    response = placement.delete("/resource_classes/VCPU")
+    assert "Cannot delete standard resource class VCPU" in placement.error(response, 400)
 
 
 def test_delete_of_a_missing_class_is_404(placement):
-    assert "CUSTOM_NONE" in _error(placement.delete("/resource_classes/CUSTOM_NONE"), 404)
+    assert "CUSTOM_NONE" in placement.error(placement.delete("/resource_classes/CUSTOM_NONE"), 404)
 
 
 def test_delete_of_a_class_in_inventory_is_409_and_keeps_it(placement):
     _create(placement, "CUSTOM_GPU")
-    _provider_with_inventory(placement, "CUSTOM_GPU")
-    detail = _error(placement.delete("/resource_classes/CUSTOM_GPU"), 409, "placement.inventory.inuse")
+    placement.provider("cn1", {"CUSTOM_GPU": 4})
+    detail = placement.error(placement.delete("/resource_classes/CUSTOM_GPU"), 409, "placement.inventory.inuse")
     assert "CUSTOM_GPU" in detail
     assert placement.get("/resource_classes/CUSTOM_GPU").status_code == 200
 
 
 def test_delete_of_a_class_whose_inventory_was_removed_succeeds(placement):
     _create(placement, "CUSTOM_GPU")
-    uuid = _provider_with_inventory(placement, "CUSTOM_GPU")
+    uuid = placement.provider("cn1", {"CUSTOM_GPU": 4})
     assert placement.delete(f"/resource_providers/{uuid}/inventories").status_code == 204
     assert placement.delete("/resource_classes/CUSTOM_GPU").status_code == 204
 

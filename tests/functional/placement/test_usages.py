@@ -12,23 +12,6 @@ PROJECT = "project-a"
 OTHER_PROJECT = "project-b"
 
 
-def _error(response, status, code="placement.undefined_code"):  # type: ignore[no-untyped-def]
-    assert response.status_code == status, response.json
-    error = response.json["errors"][0]
-    assert error["status"] == status
-    assert error["code"] == code
-    return error["detail"]
-
-
-def _provider(placement, name, inventories):  # type: ignore[no-untyped-def]
-    uuid = placement.post("/resource_providers", json={"name": name}).json["uuid"]
-    response = placement.put(f"/resource_providers/{uuid}/inventories",
-                             json={"resource_provider_generation": 0,
-                                   "inventories": {rc: {"total": total} for rc, total in inventories.items()}})
-    assert response.status_code == 200, response.json
-    return uuid
-
-
 def _allocate(database, provider, amounts, project=PROJECT, user="user-1", consumer_type=None):  # type: ignore[no-untyped-def]
     consumer = str(uuidlib.uuid4())
     with database.transaction() as session:
@@ -39,7 +22,7 @@ def _allocate(database, provider, amounts, project=PROJECT, user="user-1", consu
 
 @pytest.fixture
 def cn1(placement):  # type: ignore[no-untyped-def]
-    return _provider(placement, "cn1", {"VCPU": 16, "MEMORY_MB": 32768, "DISK_GB": 1000})
+    return placement.provider("cn1", {"VCPU": 16, "MEMORY_MB": 32768, "DISK_GB": 1000})
 
 
 @pytest.fixture
@@ -56,7 +39,7 @@ def world(database, placement, cn1):  # type: ignore[no-untyped-def]
 
 
 def test_provider_usages_of_a_provider_without_inventory_are_empty(placement):
-    uuid = placement.post("/resource_providers", json={"name": "cn1"}).json["uuid"]
+    uuid = placement.provider("cn1")
     response = placement.get(f"/resource_providers/{uuid}/usages", version="1.0")
     assert response.status_code == 200
     assert response.json == {"resource_provider_generation": 0, "usages": {}}
@@ -74,11 +57,11 @@ def test_provider_usages_sum_the_allocations_of_every_consumer(placement, world)
 
 def test_provider_usages_carry_the_current_generation(placement, world):
     body = placement.get(f"/resource_providers/{world}/usages").json
-    assert body["resource_provider_generation"] == placement.get(f"/resource_providers/{world}").json["generation"]
+    assert body["resource_provider_generation"] == placement.generation(world)
 
 
 def test_provider_usages_count_only_that_provider(database, placement, cn1):
-    cn2 = _provider(placement, "cn2", {"VCPU": 8})
+    cn2 = placement.provider("cn2", {"VCPU": 8})
     _allocate(database, cn2, {"VCPU": 3})
     assert placement.get(f"/resource_providers/{cn1}/usages").json["usages"]["VCPU"] == 0
     assert placement.get(f"/resource_providers/{cn2}/usages").json["usages"] == {"VCPU": 3}
@@ -86,36 +69,36 @@ def test_provider_usages_count_only_that_provider(database, placement, cn1):
 
 def test_provider_usages_of_a_missing_provider_is_404(placement):
     missing = uuidlib.uuid4()
-    detail = _error(placement.get(f"/resource_providers/{missing}/usages"), 404)
+    detail = placement.error(placement.get(f"/resource_providers/{missing}/usages"), 404)
     assert f"No resource provider with uuid {missing} found" in detail
 
 
 def test_provider_usages_with_a_query_parameter_is_400(placement, cn1):
-    assert "x" in _error(placement.get(f"/resource_providers/{cn1}/usages?x=1"), 400)
+    assert "x" in placement.error(placement.get(f"/resource_providers/{cn1}/usages?x=1"), 400)
 
 
 def test_usages_are_absent_before_1_9(placement):
-    _error(placement.get(f"/usages?project_id={PROJECT}", version="1.8"), 404)
+    placement.error(placement.get(f"/usages?project_id={PROJECT}", version="1.8"), 404)
 
 
 def test_usages_without_project_id_is_400_naming_it(placement):
-    assert "project_id" in _error(placement.get("/usages", version="1.9"), 400)
+    assert "project_id" in placement.error(placement.get("/usages", version="1.9"), 400)
 
 
 @pytest.mark.parametrize("query", ["project_id=", f"project_id={'p' * 256}", f"project_id={PROJECT}&user_id=",
                                    f"project_id={PROJECT}&user_id={'u' * 256}"])
 def test_usages_with_an_empty_or_overlong_id_is_400(placement, query):
-    detail = _error(placement.get(f"/usages?{query}", version="1.9"), 400)
+    detail = placement.error(placement.get(f"/usages?{query}", version="1.9"), 400)
     assert "1 to 255 characters" in detail
 
 
 def test_usages_with_an_unknown_parameter_is_400_naming_it(placement):
-    assert "dummy" in _error(placement.get(f"/usages?project_id={PROJECT}&dummy=1", version="1.9"), 400)
+    assert "dummy" in placement.error(placement.get(f"/usages?project_id={PROJECT}&dummy=1", version="1.9"), 400)
 
 
 def test_usages_with_consumer_type_before_1_38_is_400(placement):
     response = placement.get(f"/usages?project_id={PROJECT}&consumer_type=INSTANCE", version="1.37")
-    assert "consumer_type" in _error(response, 400)
+    assert "consumer_type" in placement.error(response, 400)
 
 
 def test_usages_of_a_project_without_allocations_are_empty(placement):
@@ -171,7 +154,7 @@ def test_usages_from_1_38_can_be_limited_to_a_user(placement, world):
 @pytest.mark.parametrize("consumer_type", ["pony", "All", "IN-STANCE", ""])
 def test_usages_with_a_malformed_consumer_type_is_400(placement, consumer_type):
     response = placement.get(f"/usages?project_id={PROJECT}&consumer_type={consumer_type}")
-    assert "consumer_type" in _error(response, 400)
+    assert "consumer_type" in placement.error(response, 400)
 
 
 def test_project_usages_service_filters_by_consumer_type(database, world):
