@@ -79,7 +79,7 @@ def create_app(settings: Settings, database: Database | None = None) -> Flask:
             # No content has no type: clients that parse by Content-Type must not try.
             response.headers.pop("Content-Type", None)
         elapsed = (time.perf_counter() - g.get("started", time.perf_counter())) * 1000
-        LOG.info("%s %s %s %d %.1fms", rid, request.method, request.full_path.rstrip("?"),
+        LOG.info("%s %s %d %.1fms", request.method, request.full_path.rstrip("?"),
                  response.status_code, elapsed)
         return response
 

@@ -12,9 +12,12 @@ from blazar_lite.settings import Settings, SettingsError, config_sample, load_se
 
 
 def configure_logging(settings: Settings) -> None:
+    from blazar_lite.web import LOG_FORMAT, RequestIdFilter
+
     handler: logging.Handler = (logging.FileHandler(settings.logging_file) if settings.logging_file
                                 else logging.StreamHandler(sys.stderr))
-    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s %(message)s"))
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.addFilter(RequestIdFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.logging_level)

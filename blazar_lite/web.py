@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from flask import Flask, Response, current_app, g, jsonify, request
+from flask import Flask, Response, current_app, g, has_request_context, jsonify, request
 from marshmallow import Schema, ValidationError
 from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
@@ -48,6 +48,17 @@ def caller() -> RequestContext:
 
 def enforce(rule: str, target: Mapping[str, object] | None = None) -> None:
     runtime().policy.enforce(rule, caller(), target)
+
+
+class RequestIdFilter(logging.Filter):
+    """Stamps every log record with the id of the request being served ("-" outside requests)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = g.get("request_id", "-") if has_request_context() else "-"
+        return True
+
+
+LOG_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s [%(request_id)s] %(message)s"
 
 
 def request_id() -> str:

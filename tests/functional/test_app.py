@@ -104,12 +104,28 @@ def test_request_ids_differ_between_requests(client: FlaskClient) -> None:
     assert first != second
 
 
-def test_request_id_appears_in_the_log_line(client: FlaskClient, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="blazar_lite.api"):
+def test_request_id_is_on_every_log_line_of_the_request(client: FlaskClient) -> None:
+    lines: list[str] = []
+
+    class Capture(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(self.format(record))
+
+    handler = Capture()
+    handler.setFormatter(logging.Formatter(web.LOG_FORMAT))
+    handler.addFilter(web.RequestIdFilter())
+    logger = logging.getLogger("blazar_lite")
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
         response = client.get("/v1/no-such-thing?x=1")
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
     rid = response.headers[web.REQUEST_ID_HEADER]
-    lines = [r.getMessage() for r in caplog.records if r.name == "blazar_lite.api"]
-    assert any(rid in line and "GET /v1/no-such-thing?x=1 404" in line for line in lines), lines
+    assert lines and all(f"[{rid}]" in line for line in lines), lines
+    assert any("GET /v1/no-such-thing?x=1 404" in line for line in lines), lines
 
 
 # Error bodies.
