@@ -6,7 +6,7 @@ import uuid as uuidlib
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, exists, func, select, update
+from sqlalchemy import and_, bindparam, exists, func, insert, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from blazar_lite.exceptions import BadRequest, Conflict, NotFound
@@ -39,20 +39,27 @@ class ProviderView:
     root_provider_uuid: str
 
 
+# Built once: constructing aliases costs more than the query they serve.
+_PARENT = aliased(ResourceProvider, name="parent_provider")
+_ROOT = aliased(ResourceProvider, name="root_provider")
+
+
 def _views(session: Session, where: list[Any]) -> list[ProviderView]:
-    parent = aliased(ResourceProvider)
-    root = aliased(ResourceProvider)
     stmt = (select(ResourceProvider.uuid, ResourceProvider.name, ResourceProvider.generation,
-                   parent.uuid, root.uuid)
-            .outerjoin(parent, parent.id == ResourceProvider.parent_provider_id)
-            .join(root, root.id == ResourceProvider.root_provider_id)
+                   _PARENT.uuid, _ROOT.uuid)
+            .outerjoin(_PARENT, _PARENT.id == ResourceProvider.parent_provider_id)
+            .join(_ROOT, _ROOT.id == ResourceProvider.root_provider_id)
             .where(*where)
             .order_by(ResourceProvider.id))
     return [ProviderView(*row) for row in session.execute(stmt)]
 
 
 def show_provider(session: Session, uuid: str) -> ProviderView:
-    views = _views(session, [ResourceProvider.uuid == get_provider(session, uuid).uuid])
+    try:
+        wanted = normalize_uuid(uuid)
+    except BadRequest:
+        raise NotFound(f"No resource provider with uuid {uuid} found.") from None
+    views = _views(session, [ResourceProvider.uuid == wanted])
     if not views:
         raise NotFound(f"No resource provider with uuid {uuid} found.")
     return views[0]
@@ -65,12 +72,26 @@ def _check_name_free(session: Session, name: str, except_id: int | None = None) 
                        code="placement.duplicate_name")
 
 
+# Creation is the hot write path (hosts register in bulk): its statements are built once, as
+# Core statements on the table, which skips the ORM's per-call statement construction.
+_TABLE = ResourceProvider.__table__
+_NAME_OR_UUID_TAKEN = select(_TABLE.c.name).where(
+    or_(_TABLE.c.name == bindparam("name"), _TABLE.c.uuid == bindparam("uuid")))
+_INSERT = insert(_TABLE)
+_ROOT_AT_ITSELF = update(_TABLE).where(_TABLE.c.id == bindparam("new_id")).values(
+    root_provider_id=bindparam("new_id"))
+_UUID_OF = select(_TABLE.c.uuid).where(_TABLE.c.id == bindparam("id"))
+
+
 def create_provider(session: Session, name: str, uuid: str | None = None,
                     parent_provider_uuid: str | None = None) -> ProviderView:
     """Create a provider (a root unless a parent is named); names and uuids are unique."""
     provider_uuid = normalize_uuid(uuid) if uuid else str(uuidlib.uuid4())
-    _check_name_free(session, name)
-    if session.scalar(select(ResourceProvider.id).where(ResourceProvider.uuid == provider_uuid)) is not None:
+    connection = session.connection()
+    for clash_name in connection.execute(_NAME_OR_UUID_TAKEN, {"name": name, "uuid": provider_uuid}).scalars():
+        if clash_name == name:
+            raise Conflict(f"Conflicting resource provider name: {name} already exists.",
+                           code="placement.duplicate_name")
         raise Conflict(f"Conflicting resource provider uuid: {provider_uuid} already exists.",
                        code="placement.duplicate_uuid")
     parent = None
@@ -79,15 +100,14 @@ def create_provider(session: Session, name: str, uuid: str | None = None,
             raise BadRequest("parent provider UUID cannot be same as UUID. Please choose a different parent "
                              "provider UUID.")
         parent = _existing_parent(session, parent_provider_uuid)
-    provider = ResourceProvider(uuid=provider_uuid, name=name, generation=0,
-                                parent_provider_id=parent.id if parent else None,
-                                root_provider_id=parent.root_provider_id if parent else None)
-    session.add(provider)
-    session.flush()
+    new_id = connection.execute(_INSERT, {
+        "uuid": provider_uuid, "name": name, "generation": 0, "parent_provider_id": parent.id if parent else None,
+        "root_provider_id": parent.root_provider_id if parent else None}).inserted_primary_key[0]
     if parent is None:
-        provider.root_provider_id = provider.id
-        session.flush()
-    return show_provider(session, provider_uuid)
+        connection.execute(_ROOT_AT_ITSELF, {"new_id": new_id})
+        return ProviderView(provider_uuid, name, 0, None, provider_uuid)
+    root_uuid = connection.execute(_UUID_OF, {"id": parent.root_provider_id}).scalar_one()
+    return ProviderView(provider_uuid, name, 0, parent.uuid, root_uuid)
 
 
 def _existing_parent(session: Session, parent_uuid: str) -> ResourceProvider:
