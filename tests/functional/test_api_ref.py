@@ -20,6 +20,11 @@ def test_committed_openapi_document_is_openapi_3_json() -> None:
     assert "/versions" in document["paths"]
 
 
+def test_committed_openapi_document_matches_the_service(client: FlaskClient) -> None:
+    # Regenerate with: blazar-lite openapi > api-ref/openapi.json
+    assert json.loads(COMMITTED.read_text()) == client.get("/openapi.json").get_json()
+
+
 def test_openapi_command_prints_the_document_the_service_serves(client: FlaskClient) -> None:
     result = CliRunner().invoke(main, ["openapi"])
     assert result.exit_code == 0, result.output
