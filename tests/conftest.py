@@ -37,10 +37,47 @@ def migrated_sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+# Functional tests run on SQLite unless this names PostgreSQL (then BLAZAR_LITE_TEST_PG_URL is used).
+TEST_DATABASE_ENV = "BLAZAR_LITE_TEST_DATABASE"
+
+
+def functional_tests_on_postgres() -> bool:
+    choice = os.environ.get(TEST_DATABASE_ENV, "sqlite").lower()
+    if choice not in ("sqlite", "postgresql"):
+        raise pytest.UsageError(f"{TEST_DATABASE_ENV} must be sqlite or postgresql, not {choice!r}")
+    return choice == "postgresql"
+
+
+@pytest.fixture(scope="session")
+def migrated_pg_database(pg_server_url: str) -> Iterator[Engine]:
+    """One migrated scratch database for the run; each test starts from it emptied."""
+    with scratch_database(pg_server_url) as url:
+        engine = create_engine(url, poolclass=NullPool)
+        upgrade(engine)
+        yield engine
+        engine.dispose()
+
+
+def _empty_database(engine: Engine) -> None:
+    """Every table emptied, then the reference data put back, as a fresh migration leaves it."""
+    from blazar_lite.db.models import Base
+    from blazar_lite.placement.reference_data import sync_standard_names
+
+    tables = ", ".join(f'"{table.name}"' for table in Base.metadata.sorted_tables)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
+    sync_standard_names(engine)
+
+
 @pytest.fixture
-def settings(tmp_path: Path, migrated_sqlite_template: Path):  # type: ignore[no-untyped-def]
+def settings(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    if functional_tests_on_postgres():
+        engine = request.getfixturevalue("migrated_pg_database")
+        _empty_database(engine)
+        url = engine.url.render_as_string(hide_password=False)
+        return load_settings(environ={}, data_dir=str(tmp_path), database_url=url)
     db_path = tmp_path / "blazar-lite.db"
-    shutil.copy(migrated_sqlite_template, db_path)
+    shutil.copy(request.getfixturevalue("migrated_sqlite_template"), db_path)
     return load_settings(environ={}, data_dir=str(tmp_path), database_url=f"sqlite:///{db_path}")
 
 
