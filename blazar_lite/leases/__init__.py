@@ -1,0 +1,1 @@
+"""Leases and their reservations: dates, reservation filters, and availability over time."""
