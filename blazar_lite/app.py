@@ -13,6 +13,8 @@ from blazar_lite import __version__, docs, versions, web
 from blazar_lite.auth import middleware
 from blazar_lite.auth.policy import Policy
 from blazar_lite.db import Database
+from blazar_lite.flavors import api as flavors_api
+from blazar_lite.hosts import api as hosts_api
 from blazar_lite.placement.api import register as register_placement
 from blazar_lite.settings import Settings
 
@@ -23,6 +25,20 @@ class _Response(Flask.response_class):
     # Clients follow Location against their endpoint (osc-placement GETs it after a create), so it
     # must be absolute, as WebOb-based services make it.
     autocorrect_location_header = True
+
+
+class _JsonSuffix:
+    """Blazar answers its routes with a `.json` suffix too (/v1/leases.json): drop the suffix
+    before routing, for every route under /v1."""
+
+    def __init__(self, wsgi_app) -> None:  # type: ignore[no-untyped-def]
+        self.wsgi_app = wsgi_app
+
+    def __call__(self, environ, start_response):  # type: ignore[no-untyped-def]
+        path = environ.get("PATH_INFO", "")
+        if path.startswith("/v1/") and path.endswith(".json"):
+            environ["PATH_INFO"] = path[:-len(".json")]
+        return self.wsgi_app(environ, start_response)
 
 
 class _Api(Api):
@@ -58,6 +74,8 @@ def create_app(settings: Settings, database: Database | None = None) -> Flask:
     api.spec.components.security_scheme("token", {"type": "apiKey", "in": "header", "name": "X-Auth-Token"})
     api.register_blueprint(versions.blp)
     register_placement(api)
+    api.register_blueprint(hosts_api.blp, url_prefix="/v1")
+    api.register_blueprint(flavors_api.blp, url_prefix="/v1")
     app.register_blueprint(docs.blp)
 
     @app.before_request
@@ -69,6 +87,7 @@ def create_app(settings: Settings, database: Database | None = None) -> Flask:
         if request.content_length is not None and request.content_length > settings.api_max_body_bytes:
             raise RequestEntityTooLarge()
 
+    app.wsgi_app = _JsonSuffix(app.wsgi_app)  # type: ignore[method-assign]
     middleware.install(app, settings)
 
     @app.after_request

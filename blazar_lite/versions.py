@@ -46,3 +46,15 @@ def root():  # type: ignore[no-untyped-def]
 def versions():  # type: ignore[no-untyped-def]
     """List the API versions."""
     return _versions()
+
+
+class CurrentVersionSchema(Schema):
+    version = fields.Nested(VersionSchema)
+
+
+@blp.route("/v1", methods=["GET"])
+@blp.alt_response(200, schema=CurrentVersionSchema, description="The version this endpoint serves.")
+def v1_root():  # type: ignore[no-untyped-def]
+    """Describe API v1 (clients that discover versions from their endpoint read this)."""
+    base = request.host_url.rstrip("/")
+    return {"version": {"id": "v1.0", "status": "CURRENT", "links": [{"href": f"{base}/v1/", "rel": "self"}]}}

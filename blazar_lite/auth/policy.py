@@ -25,6 +25,21 @@ DEFAULT_RULES: dict[str, str] = {
     "placement": "role:admin or role:service",
     "placement:read": "rule:placement",
     "placement:write": "rule:placement",
+    # Hosts are an operator's business, as in Blazar (blazar:oshosts:*).
+    "hosts:get": "rule:admin",
+    "hosts:post": "rule:admin",
+    "hosts:put": "rule:admin",
+    "hosts:delete": "rule:admin",
+    "hosts:get_allocations": "rule:admin",
+    "hosts:get_resource_properties": "rule:admin",
+    "hosts:update_resource_properties": "rule:admin",
+    # Anyone may read the flavors they can see (public ones, and private ones shared with their
+    # project); seeing every flavor and changing them is for admins.
+    "flavors:get": "@",
+    "flavors:get_all": "rule:admin",
+    "flavors:post": "rule:admin",
+    "flavors:put": "rule:admin",
+    "flavors:delete": "rule:admin",
 }
 
 # A token is a parenthesis or a check; a check may hold %(name)s substitutions.

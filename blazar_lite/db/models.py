@@ -1,6 +1,8 @@
 """Every domain's models, imported so that Base.metadata describes the whole schema."""
 
 from blazar_lite.db.base import Base
+from blazar_lite.flavors import models as flavor_models
+from blazar_lite.hosts import models as host_models
 from blazar_lite.placement import models as placement_models
 
-__all__ = ["Base", "placement_models"]
+__all__ = ["Base", "flavor_models", "host_models", "placement_models"]

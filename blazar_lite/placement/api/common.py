@@ -11,6 +11,7 @@ from marshmallow import Schema, ValidationError, fields, validate
 from sqlalchemy.orm import Session
 
 from blazar_lite import web
+from blazar_lite.json_fields import Int
 from blazar_lite.placement.api import microversion
 from blazar_lite.placement.query import check_allowed
 
@@ -81,17 +82,6 @@ def versioned(minor: int, newer: type[Schema], older: type[Schema]) -> Schema:
     """The schema for this request: `newer` from placement 1.`minor`, else `older`."""
     return newer() if microversion.at_least(minor) else older()
 
-
-class Int(fields.Integer):
-    """A JSON integer: no strings, no floats, no booleans (JSON true is not 1 to a client)."""
-
-    def __init__(self, **kwargs):  # type: ignore[no-untyped-def]
-        super().__init__(strict=True, **kwargs)
-
-    def _deserialize(self, value, attr, data, **kwargs):  # type: ignore[no-untyped-def]
-        if isinstance(value, bool):
-            raise ValidationError("Not a valid integer.")
-        return super()._deserialize(value, attr, data, **kwargs)
 
 
 MAX_INT = 2147483647

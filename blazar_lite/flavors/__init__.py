@@ -1,0 +1,1 @@
+"""Flavors: named instance sizes (vcpus, ram, disk, extra specs), public or shared with projects."""

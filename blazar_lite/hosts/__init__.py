@@ -1,0 +1,2 @@
+"""Compute hosts handed to blazar-lite for reservations: their providers, the freepool, extra
+capabilities and resource properties."""

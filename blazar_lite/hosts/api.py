@@ -1,0 +1,318 @@
+"""/v1/os-hosts: Blazar's host API (create, list, show, update, delete, allocations, properties).
+
+Every route is admin-only by default (`hosts:*` rules). Ids are integers rendered as strings of
+digits, which is how Blazar's client tells an id from a host name.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from typing import Any
+
+from flask import request
+from flask_smorest import Blueprint
+from marshmallow import INCLUDE, Schema, fields, validate
+
+from blazar_lite import web
+from blazar_lite.exceptions import BadRequest, NotFound
+from blazar_lite.hosts import properties, service
+from blazar_lite.hosts.reservations import HostReservation
+from blazar_lite.json_fields import Bool, Int
+
+blp = Blueprint("hosts", __name__, description="Hosts registered for reservations (Blazar os-hosts)")
+
+TIMESTAMP = "%Y-%m-%d %H:%M:%S"
+DATE = "%Y-%m-%dT%H:%M:%S.%f"
+_ID = re.compile(r"^[0-9]+$")
+
+
+class CpuInfo(fields.String):
+    """Nova's cpu_info, as the JSON text Blazar stores or as the object Nova's API shows."""
+
+    def _deserialize(self, value, attr, data, **kwargs):  # type: ignore[no-untyped-def]
+        if isinstance(value, dict):
+            return json.dumps(value, sort_keys=True)
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+def _text() -> fields.String:
+    return fields.String(allow_none=True, validate=validate.Length(max=255))
+
+
+class HostCreate(Schema):
+    """A host registration; every key not listed here is an extra capability (a string)."""
+
+    class Meta:
+        unknown = INCLUDE
+
+    name = fields.String(required=True, metadata={"description": "The compute node's hypervisor hostname."})
+    vcpus = Int(validate=validate.Range(min=1, max=service.MAX_INT),
+                metadata={"description": "Taken from the existing provider of this name when left out."})
+    memory_mb = Int(validate=validate.Range(min=1, max=service.MAX_INT))
+    local_gb = Int(validate=validate.Range(min=0, max=service.MAX_INT))
+    service_name = _text()
+    cpu_info = CpuInfo(allow_none=True)
+    hypervisor_type = _text()
+    hypervisor_version = Int(allow_none=True, validate=validate.Range(min=0, max=service.MAX_INT))
+    availability_zone = _text()
+    reservable = Bool()
+    status = fields.String(validate=validate.OneOf(service.STATUSES))
+
+
+class HostUpdate(Schema):
+    """Extra capabilities to set (a string) or unset (null), and the host's state."""
+
+    class Meta:
+        unknown = INCLUDE
+
+    reservable = Bool()
+    status = fields.String(validate=validate.OneOf(service.STATUSES))
+
+
+class HostSchema(Schema):
+    class Meta:
+        unknown = INCLUDE
+
+    id = fields.String(metadata={"description": "Digits."})
+    hypervisor_hostname = fields.String()
+    service_name = fields.String()
+    vcpus = fields.Integer()
+    memory_mb = fields.Integer()
+    local_gb = fields.Integer()
+    cpu_info = fields.String(allow_none=True)
+    hypervisor_type = fields.String(allow_none=True)
+    hypervisor_version = fields.Integer(allow_none=True)
+    availability_zone = fields.String(allow_none=True)
+    reservable = fields.Boolean()
+    status = fields.String(metadata={"description": "up, down or maintenance."})
+    resource_provider_uuid = fields.String()
+    reservation_provider_uuid = fields.String()
+    created_at = fields.String(metadata={"description": "YYYY-MM-DD HH:MM:SS"})
+    updated_at = fields.String(allow_none=True)
+
+
+class HostEnvelope(Schema):
+    host = fields.Nested(HostSchema)
+
+
+class HostsEnvelope(Schema):
+    hosts = fields.List(fields.Nested(HostSchema))
+
+
+class ReservationSchema(Schema):
+    id = fields.String()
+    lease_id = fields.String()
+    start_date = fields.String()
+    end_date = fields.String()
+
+
+class AllocationSchema(Schema):
+    resource_id = fields.String()
+    reservations = fields.List(fields.Nested(ReservationSchema))
+
+
+class AllocationEnvelope(Schema):
+    allocation = fields.Nested(AllocationSchema)
+
+
+class AllocationsEnvelope(Schema):
+    allocations = fields.List(fields.Nested(AllocationSchema))
+
+
+class PropertySchema(Schema):
+    property = fields.String()
+    private = fields.Boolean(metadata={"description": "With detail=True."})
+    values = fields.List(fields.String(), metadata={"description": "With detail=True."})
+
+
+class PropertiesEnvelope(Schema):
+    resource_properties = fields.List(fields.Nested(PropertySchema))
+
+
+class PropertyUpdate(Schema):
+    private = Bool(required=True)
+
+
+class PropertyEnvelope(Schema):
+    resource_property = fields.Nested(PropertySchema)
+
+
+def _timestamp(value: dt.datetime | None) -> str | None:
+    return None if value is None else value.strftime(TIMESTAMP)
+
+
+def host_body(view: service.HostView) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": str(view.id), "hypervisor_hostname": view.hypervisor_hostname, "service_name": view.service_name,
+        "vcpus": view.vcpus, "memory_mb": view.memory_mb, "local_gb": view.local_gb, "cpu_info": view.cpu_info,
+        "hypervisor_type": view.hypervisor_type, "hypervisor_version": view.hypervisor_version,
+        "availability_zone": view.availability_zone, "reservable": view.reservable, "status": view.status,
+        "resource_provider_uuid": view.resource_provider_uuid,
+        "reservation_provider_uuid": view.reservation_provider_uuid,
+        "created_at": _timestamp(view.created_at), "updated_at": _timestamp(view.updated_at)}
+    # Blazar flattens extra capabilities into the host; they can never shadow a field.
+    body.update(view.extra_capabilities)
+    return body
+
+
+def _allocation_body(host_id: int, reservations: list[HostReservation]) -> dict[str, Any]:
+    return {"resource_id": str(host_id),
+            "reservations": [{"id": r.id, "lease_id": r.lease_id, "start_date": r.start_date.strftime(DATE),
+                              "end_date": r.end_date.strftime(DATE)} for r in reservations]}
+
+
+def _property_body(view: properties.PropertyView, detail: bool) -> dict[str, Any]:
+    if not detail:
+        return {"property": view.name}
+    return {"property": view.name, "private": view.private, "values": view.values}
+
+
+def _host_id(text: str) -> int:
+    """The host id in a path: digits that fit the column, else there is no such host."""
+    if not _ID.match(text) or int(text) > service.MAX_INT:
+        raise NotFound(f"Host {text} not found.")
+    return int(text)
+
+
+def _query(allowed: set[str]) -> dict[str, str]:
+    """The query parameters, each given at most once, refusing ones the route does not know."""
+    unknown = sorted(set(request.args) - allowed)
+    if unknown:
+        known = ", ".join(sorted(allowed)) or "none"
+        raise BadRequest(f"Unknown query parameter {', '.join(unknown)}; this route accepts: {known}.")
+    args: dict[str, str] = {}
+    for key in request.args:
+        values = request.args.getlist(key)
+        if len(values) > 1:
+            raise BadRequest(f"Query parameter {key} may be given only once.")
+        args[key] = values[0]
+    return args
+
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off", ""}
+
+
+def _flag(args: dict[str, str], key: str) -> bool:
+    value = args.get(key, "false").strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise BadRequest(f"Invalid query parameter {key}={args[key]!r}: use True or False.")
+
+
+@blp.route("/os-hosts", methods=["GET"])
+@blp.alt_response(200, schema=HostsEnvelope, description="Every registered host.")
+def list_hosts():  # type: ignore[no-untyped-def]
+    """List the hosts, with their extra capabilities as top-level keys."""
+    web.enforce("hosts:get")
+    _query(set())
+    with web.runtime().db.read() as session:
+        return {"hosts": [host_body(v) for v in service.list_hosts(session)]}
+
+
+@blp.route("/os-hosts", methods=["POST"])
+@blp.doc(requestBody={"content": {"application/json": {"schema": HostCreate}}})
+@blp.alt_response(201, schema=HostEnvelope, description="The registered host.")
+def create_host():  # type: ignore[no-untyped-def]
+    """Register a host: its resource provider (created, or adopted by name), its reservation
+    provider blazar_<name> and its place in the freepool. Other keys are extra capabilities."""
+    web.enforce("hosts:post")
+    schema = HostCreate()
+    data = web.json_body(schema)
+    capabilities = {key: data.pop(key) for key in list(data) if key not in schema.fields}
+    spec = service.HostSpec(extra_capabilities=capabilities, **data)
+    with web.runtime().db.transaction() as session:
+        view = service.create_host(session, spec)
+    return {"host": host_body(view)}, 201
+
+
+@blp.route("/os-hosts/<string:host_id>", methods=["GET"])
+@blp.alt_response(200, schema=HostEnvelope, description="The host.")
+def show_host(host_id: str):  # type: ignore[no-untyped-def]
+    """Show one host."""
+    web.enforce("hosts:get")
+    _query(set())
+    with web.runtime().db.read() as session:
+        return {"host": host_body(service.get_host(session, _host_id(host_id)))}
+
+
+@blp.route("/os-hosts/<string:host_id>", methods=["PUT"])
+@blp.doc(requestBody={"content": {"application/json": {"schema": HostUpdate}}})
+@blp.alt_response(200, schema=HostEnvelope, description="The updated host.")
+def update_host(host_id: str):  # type: ignore[no-untyped-def]
+    """Set extra capabilities (null unsets one), reservable and status (up, down, maintenance)."""
+    web.enforce("hosts:put")
+    schema = HostUpdate()
+    data = web.json_body(schema)
+    capabilities = {key: data.pop(key) for key in list(data) if key not in schema.fields}
+    with web.runtime().db.transaction() as session:
+        view = service.update_host(session, _host_id(host_id), capabilities=capabilities,
+                                   reservable=data.get("reservable"), status=data.get("status"))
+    return {"host": host_body(view)}
+
+
+@blp.route("/os-hosts/<string:host_id>", methods=["DELETE"])
+@blp.alt_response(204, description="Deleted, with the providers its registration created.")
+def delete_host(host_id: str):  # type: ignore[no-untyped-def]
+    """Unregister a host (409 while reservations or allocations use it)."""
+    web.enforce("hosts:delete")
+    with web.runtime().db.transaction() as session:
+        service.delete_host(session, _host_id(host_id))
+    return "", 204
+
+
+@blp.route("/os-hosts/allocations", methods=["GET"])
+@blp.alt_response(200, schema=AllocationsEnvelope, description="Every host with its reservations.")
+def list_allocations():  # type: ignore[no-untyped-def]
+    """The current and future reservations of every host (filter with lease_id, reservation_id)."""
+    web.enforce("hosts:get_allocations")
+    args = _query({"lease_id", "reservation_id"})
+    with web.runtime().db.read() as session:
+        found = service.host_allocations(session, lease_id=args.get("lease_id"),
+                                         reservation_id=args.get("reservation_id"))
+        return {"allocations": [_allocation_body(h, r) for h, r in found]}
+
+
+@blp.route("/os-hosts/<string:host_id>/allocation", methods=["GET"])
+@blp.alt_response(200, schema=AllocationEnvelope, description="The host with its reservations.")
+def show_allocation(host_id: str):  # type: ignore[no-untyped-def]
+    """The current and future reservations of one host (filter with lease_id, reservation_id)."""
+    web.enforce("hosts:get_allocations")
+    args = _query({"lease_id", "reservation_id"})
+    with web.runtime().db.read() as session:
+        [(found_id, reservations)] = service.host_allocations(
+            session, _host_id(host_id), lease_id=args.get("lease_id"), reservation_id=args.get("reservation_id"))
+        return {"allocation": _allocation_body(found_id, reservations)}
+
+
+@blp.route("/os-hosts/properties", methods=["GET"])
+@blp.alt_response(200, schema=PropertiesEnvelope, description="The host properties.")
+def list_properties():  # type: ignore[no-untyped-def]
+    """List the properties (extra capability names) hosts have: names only, or with detail=True
+    their private flag and values; private ones only with all=True."""
+    web.enforce("hosts:get_resource_properties")
+    args = _query({"detail", "all"})
+    detail, include_private = _flag(args, "detail"), _flag(args, "all")
+    with web.runtime().db.read() as session:
+        found = properties.list_properties(session, include_private=include_private)
+        return {"resource_properties": [_property_body(p, detail) for p in found]}
+
+
+@blp.route("/os-hosts/properties/<string:name>", methods=["PATCH"])
+@blp.doc(requestBody={"content": {"application/json": {"schema": PropertyUpdate}}})
+@blp.alt_response(200, schema=PropertyEnvelope, description="The property.")
+def update_property(name: str):  # type: ignore[no-untyped-def]
+    """Make a property private (hidden from listings without all=True) or public."""
+    web.enforce("hosts:update_resource_properties")
+    data = web.json_body(PropertyUpdate())
+    with web.runtime().db.transaction() as session:
+        view = properties.update_property(session, name, private=data["private"])
+    body = _property_body(view, detail=True)
+    # Blazar answers with its property record; keep its field names beside ours.
+    body.update({"property_name": view.name, "resource_type": "physical:host",
+                 "created_at": _timestamp(view.created_at), "updated_at": _timestamp(view.updated_at)})
+    return {"resource_property": body}
