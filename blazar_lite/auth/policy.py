@@ -40,6 +40,12 @@ DEFAULT_RULES: dict[str, str] = {
     "flavors:post": "rule:admin",
     "flavors:put": "rule:admin",
     "flavors:delete": "rule:admin",
+    # Leases belong to a project: its readers read them, its members change them, admins see all.
+    "leases:get": "rule:admin_or_reader",
+    "leases:get_all": "rule:admin",
+    "leases:post": "rule:admin_or_member",
+    "leases:put": "rule:admin_or_member",
+    "leases:delete": "rule:admin_or_member",
 }
 
 # A token is a parenthesis or a check; a check may hold %(name)s substitutions.

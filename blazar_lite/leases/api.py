@@ -1,0 +1,201 @@
+"""/v1/leases: Blazar's lease API (create, list, show, delete).
+
+Leases are project-scoped: a project's readers read its leases, its members create and delete
+them, admins see every project's. Another project's lease is answered with 404, as if it did not
+exist, unless the caller may act on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import request
+from flask_smorest import Blueprint
+from marshmallow import INCLUDE, Schema, fields
+
+from blazar_lite import web
+from blazar_lite.exceptions import BadRequest, NotFound
+from blazar_lite.leases import service
+from blazar_lite.leases.dates import format_date, format_timestamp
+
+blp = Blueprint("leases", __name__, description="Leases and their reservations (Blazar leases)")
+
+
+def _raw(description: str) -> fields.Raw:
+    # Types are checked by the service, which accepts what Blazar's clients send (e.g. "True").
+    return fields.Raw(allow_none=True, metadata={"description": description})
+
+
+class LeaseReservationCreate(Schema):
+    """One reservation; the service checks each type's fields and names the one that is wrong."""
+
+    class Meta:
+        unknown = INCLUDE
+
+    resource_type = _raw("physical:host, virtual:instance or flavor:instance.")
+    min = _raw("physical:host: fewest hosts (integer).")
+    max = _raw("physical:host: most hosts (integer).")
+    hypervisor_properties = _raw('physical:host: a JSON filter string such as "[\\">=\\", \\"$vcpus\\", '
+                                 '\\"2\\"]" or "".')
+    resource_properties = _raw("A JSON filter string over extra capabilities.")
+    before_end = _raw("physical:host: default, snapshot or empty.")
+    vcpus = _raw("virtual:instance: vCPUs per slot.")
+    memory_mb = _raw("virtual:instance: MB of memory per slot.")
+    disk_gb = _raw("virtual:instance: GB of disk per slot.")
+    amount = _raw("Instance reservations: number of slots.")
+    affinity = _raw("true (one host), false (distinct hosts) or null (anywhere); the strings True, False and "
+                    "None too.")
+    flavor_id = _raw("flavor:instance: the flavor whose size a slot has.")
+
+
+class LeaseCreate(Schema):
+    class Meta:
+        unknown = INCLUDE
+
+    name = fields.String(allow_none=True, metadata={"description": "Unique within the project."})
+    start_date = fields.String(allow_none=True, metadata={"description": '"YYYY-MM-DD HH:MM", "now" or ISO 8601.'})
+    end_date = fields.String(allow_none=True)
+    before_end_date = fields.String(allow_none=True, metadata={
+        "description": "When before_end_lease fires (default: an hour before the end)."})
+    reservations = fields.List(fields.Nested(LeaseReservationCreate), allow_none=True)
+    events = fields.List(fields.Raw(), metadata={"description": "Ignored; events follow from the dates."})
+
+
+class LeaseEventSchema(Schema):
+    id = fields.String()
+    lease_id = fields.String()
+    event_type = fields.String(metadata={"description": "start_lease, before_end_lease or end_lease."})
+    time = fields.String(metadata={"description": "YYYY-MM-DDTHH:MM:SS.ffffff"})
+    status = fields.String(metadata={"description": "UNDONE, IN_PROGRESS, DONE or ERROR."})
+
+
+class LeaseReservationSchema(Schema):
+    class Meta:
+        unknown = INCLUDE
+
+    id = fields.String()
+    lease_id = fields.String()
+    resource_id = fields.String()
+    resource_type = fields.String()
+    status = fields.String()
+    missing_resources = fields.Boolean()
+    resources_changed = fields.Boolean()
+    created_at = fields.String()
+    updated_at = fields.String(allow_none=True)
+
+
+class LeaseSchema(Schema):
+    id = fields.String()
+    name = fields.String()
+    user_id = fields.String()
+    project_id = fields.String()
+    start_date = fields.String(metadata={"description": "YYYY-MM-DDTHH:MM:SS.ffffff"})
+    end_date = fields.String()
+    before_end_date = fields.String(allow_none=True)
+    status = fields.String()
+    status_reason = fields.String(allow_none=True)
+    degraded = fields.Boolean()
+    created_at = fields.String(metadata={"description": "YYYY-MM-DD HH:MM:SS"})
+    updated_at = fields.String(allow_none=True)
+    reservations = fields.List(fields.Nested(LeaseReservationSchema))
+    events = fields.List(fields.Nested(LeaseEventSchema))
+
+
+class LeaseEnvelope(Schema):
+    lease = fields.Nested(LeaseSchema)
+
+
+class LeasesEnvelope(Schema):
+    leases = fields.List(fields.Nested(LeaseSchema))
+
+
+def _timestamp(value: Any) -> str | None:
+    return None if value is None else format_timestamp(value)
+
+
+def _reservation_body(view: service.ReservationView) -> dict[str, Any]:
+    return {"id": view.id, "lease_id": view.lease_id, "resource_id": view.id, "resource_type": view.resource_type,
+            "status": view.status, "missing_resources": view.missing_resources,
+            "resources_changed": view.resources_changed, **view.fields,
+            "created_at": _timestamp(view.created_at), "updated_at": _timestamp(view.updated_at)}
+
+
+def lease_body(view: service.LeaseView) -> dict[str, Any]:
+    return {
+        "id": view.id, "name": view.name, "user_id": view.user_id, "project_id": view.project_id,
+        "start_date": format_date(view.start_date), "end_date": format_date(view.end_date),
+        "before_end_date": None if view.before_end_date is None else format_date(view.before_end_date),
+        "status": view.status, "status_reason": view.status_reason, "degraded": view.degraded,
+        "created_at": _timestamp(view.created_at), "updated_at": _timestamp(view.updated_at),
+        "reservations": [_reservation_body(r) for r in view.reservations],
+        "events": [{"id": e.id, "lease_id": e.lease_id, "event_type": e.event_type, "time": format_date(e.time),
+                    "status": e.status} for e in view.events]}
+
+
+def _query(allowed: set[str]) -> dict[str, str]:
+    unknown = sorted(set(request.args) - allowed)
+    if unknown:
+        known = ", ".join(sorted(allowed)) or "none"
+        raise BadRequest(f"Unknown query parameter {', '.join(unknown)}; this route accepts: {known}.")
+    return {key: request.args[key] for key in request.args}
+
+
+def _authorize(session: Any, lease_id: str, rule: str) -> None:
+    """Enforce `rule` on the lease; another project's lease the caller may not act on is a 404."""
+    project_id = service.lease_project(session, lease_id)
+    context = web.caller()
+    target = {"project_id": project_id}
+    if project_id != context.project_id and not web.runtime().policy.allows(rule, context, target):
+        raise NotFound(f"Lease {lease_id} not found.")
+    web.enforce(rule, target)
+
+
+@blp.route("/leases", methods=["GET"])
+@blp.alt_response(200, schema=LeasesEnvelope, description="The leases the caller may see.")
+def list_leases():  # type: ignore[no-untyped-def]
+    """List the caller's project's leases (admins: every project's, or one project's with project_id)."""
+    context = web.caller()
+    args = _query({"project_id"})
+    web.enforce("leases:get", {"project_id": context.project_id})
+    sees_all = web.runtime().policy.allows("leases:get_all", context)
+    project_id: str | None = args.get("project_id", context.project_id)
+    if project_id != context.project_id:
+        web.enforce("leases:get_all")
+    elif sees_all and "project_id" not in args:
+        project_id = None
+    with web.runtime().db.read() as session:
+        return {"leases": [lease_body(v) for v in service.list_leases(session, project_id)]}
+
+
+@blp.route("/leases", methods=["POST"])
+@blp.doc(requestBody={"content": {"application/json": {"schema": LeaseCreate}}})
+@blp.alt_response(201, schema=LeaseEnvelope, description="The new lease, PENDING.")
+def create_lease():  # type: ignore[no-untyped-def]
+    """Create a lease for the caller's project: its reservations are booked over the whole window
+    or the request is refused with 409 saying what is short."""
+    context = web.caller()
+    web.enforce("leases:post", {"project_id": context.project_id})
+    data = web.json_body(LeaseCreate())
+    with web.runtime().db.transaction() as session:
+        view = service.create_lease(session, context, data)
+    return {"lease": lease_body(view)}, 201
+
+
+@blp.route("/leases/<string:lease_id>", methods=["GET"])
+@blp.alt_response(200, schema=LeaseEnvelope, description="The lease.")
+def show_lease(lease_id: str):  # type: ignore[no-untyped-def]
+    """Show a lease with its reservations and events."""
+    _query(set())
+    with web.runtime().db.read() as session:
+        _authorize(session, lease_id, "leases:get")
+        return {"lease": lease_body(service.get_lease(session, lease_id))}
+
+
+@blp.route("/leases/<string:lease_id>", methods=["DELETE"])
+@blp.alt_response(204, description="Deleted, with its bookings, resource classes and flavors.")
+def delete_lease(lease_id: str):  # type: ignore[no-untyped-def]
+    """Delete a lease (409 while a scheduler event is changing it)."""
+    with web.runtime().db.transaction() as session:
+        _authorize(session, lease_id, "leases:delete")
+        service.delete_lease(session, lease_id)
+    return "", 204

@@ -1,0 +1,74 @@
+"""Lease creates racing on PostgreSQL: two API workers never book the same capacity."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+from sqlalchemy import func, select
+
+from blazar_lite.auth.context import RequestContext
+from blazar_lite.db import Database
+from blazar_lite.db.migrate import upgrade
+from blazar_lite.exceptions import NotEnoughResources
+from blazar_lite.hosts import service as hosts
+from blazar_lite.leases import service
+from blazar_lite.leases.models import ReservationBooking
+
+pytestmark = pytest.mark.postgres
+
+WORKERS = 8
+OK = "ok"
+
+
+@pytest.fixture
+def pg_database(pg_scratch_url: str) -> Iterator[Database]:
+    database = Database(pg_scratch_url)
+    upgrade(database.engine)
+    yield database
+    database.dispose()
+
+
+def race(write: Callable[[int], None]) -> list[object]:
+    """Run write(i) for each worker at once; each outcome is OK or the exception raised."""
+    barrier = threading.Barrier(WORKERS)
+    outcomes: list[object] = [None] * WORKERS
+
+    def run(index: int) -> None:
+        barrier.wait()
+        try:
+            write(index)
+            outcomes[index] = OK
+        except Exception as exc:  # noqa: BLE001 - the test inspects whatever was raised
+            outcomes[index] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(WORKERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return outcomes
+
+
+def test_one_free_host_is_booked_by_exactly_one_of_many_concurrent_leases(pg_database: Database) -> None:
+    with pg_database.transaction() as session:
+        hosts.create_host(session, hosts.HostSpec(name="compute-1", vcpus=8, memory_mb=8192, local_gb=10))
+    start = (dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).strftime("%Y-%m-%d %H:%M")
+    end = (dt.datetime.now(dt.UTC) + dt.timedelta(days=2)).strftime("%Y-%m-%d %H:%M")
+    context = RequestContext(user_id="u1", project_id="p1", roles=frozenset({"member"}))
+
+    def write(index: int) -> None:
+        body = {"name": f"lease-{index}", "start_date": start, "end_date": end, "before_end_date": None,
+                "events": [], "reservations": [{"resource_type": "physical:host", "min": 1, "max": 1,
+                                                "hypervisor_properties": "", "resource_properties": ""}]}
+        with pg_database.transaction() as session:
+            service.create_lease(session, context, body)
+
+    outcomes = race(write)
+    assert outcomes.count(OK) == 1, outcomes
+    assert all(isinstance(o, NotEnoughResources) for o in outcomes if o != OK), outcomes
+    with pg_database.read() as session:
+        assert len(service.list_leases(session, "p1")) == 1
+        assert session.scalar(select(func.count()).select_from(ReservationBooking)) == 1
