@@ -1,4 +1,5 @@
-"""`blazar-lite`: run the service, manage its database, print its sample configuration."""
+"""`blazar-lite`: run the service, manage its database, print its sample configuration, and talk to a
+running service (the client commands)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 
 import click
 
+from blazar_lite.client.commands import add_client_commands
 from blazar_lite.settings import Settings, SettingsError, config_sample, load_settings
 
 
@@ -103,3 +105,6 @@ def serve(ctx: click.Context, host: str | None, port: int | None, workers: int |
     logging.getLogger(__name__).info("serving on http://%s:%d (database %s)", settings.api_host,
                                      settings.api_port, database.engine.url.render_as_string(hide_password=True))
     run(settings)
+
+
+add_client_commands(main)

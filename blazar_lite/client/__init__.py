@@ -1,0 +1,27 @@
+"""A Python client for blazar-lite's /v1 API, on keystoneauth1 sessions (noauth, token, Keystone).
+
+    client = Client(Credentials(endpoint="http://127.0.0.1:1234/v1"))
+    client.hosts.create("compute-1", vcpus=16, memory_mb=65536, local_gb=500, gpu="a100")
+    client.flavors.list()
+
+Every failed request raises ClientError, whose `message` is the service's own.
+"""
+
+from __future__ import annotations
+
+from blazar_lite.client.flavors import FlavorsClient
+from blazar_lite.client.hosts import HostsClient
+from blazar_lite.client.http import ClientError, Credentials, V1Client, make_session
+
+
+class Client:
+    """The service's resources, one manager each, sharing one authenticated session."""
+
+    def __init__(self, credentials: Credentials | None = None, *, timeout: float = 30.0) -> None:
+        session, endpoint_filter = make_session(credentials or Credentials(), timeout)
+        self.api = V1Client(session, endpoint_filter)
+        self.hosts = HostsClient(self.api)
+        self.flavors = FlavorsClient(self.api)
+
+
+__all__ = ["Client", "ClientError", "Credentials", "FlavorsClient", "HostsClient", "V1Client", "make_session"]

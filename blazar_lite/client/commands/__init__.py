@@ -1,0 +1,17 @@
+"""The client commands of `blazar-lite`: one click group per kind of resource, each command a
+call through the Python client."""
+
+from __future__ import annotations
+
+import click
+
+from blazar_lite.client.commands.flavors import flavor
+from blazar_lite.client.commands.hosts import host
+
+GROUPS = (host, flavor)
+
+
+def add_client_commands(cli: click.Group) -> None:
+    """Attach every resource group to the `blazar-lite` command."""
+    for group in GROUPS:
+        cli.add_command(group)
