@@ -1,4 +1,4 @@
-"""/v1/leases: Blazar's lease API (create, list, show, delete).
+"""/v1/leases: Blazar's lease API (create, list, show, update, delete).
 
 Leases are project-scoped: a project's readers read its leases, its members create and delete
 them, admins see every project's. Another project's lease is answered with 404, as if it did not
@@ -11,11 +11,11 @@ from typing import Any
 
 from flask import request
 from flask_smorest import Blueprint
-from marshmallow import INCLUDE, Schema, fields
+from marshmallow import INCLUDE, RAISE, Schema, fields
 
 from blazar_lite import web
 from blazar_lite.exceptions import BadRequest, NotFound
-from blazar_lite.leases import service
+from blazar_lite.leases import service, update
 from blazar_lite.leases.dates import format_date, format_timestamp
 
 blp = Blueprint("leases", __name__, description="Leases and their reservations (Blazar leases)")
@@ -58,6 +58,40 @@ class LeaseCreate(Schema):
     before_end_date = fields.String(allow_none=True, metadata={
         "description": "When before_end_lease fires (default: an hour before the end)."})
     reservations = fields.List(fields.Nested(LeaseReservationCreate), allow_none=True)
+    events = fields.List(fields.Raw(), metadata={"description": "Ignored; events follow from the dates."})
+
+
+class LeaseReservationUpdate(Schema):
+    """The reservation to change, by id, with only the fields that change."""
+
+    class Meta:
+        unknown = INCLUDE
+
+    id = fields.String(required=True, metadata={"description": "The reservation's id."})
+    min = _raw("physical:host: fewest hosts.")
+    max = _raw("physical:host: most hosts.")
+    hypervisor_properties = _raw("physical:host: a JSON filter string.")
+    resource_properties = _raw("A JSON filter string over extra capabilities.")
+    before_end = _raw("physical:host: default, snapshot or empty.")
+    vcpus = _raw("virtual:instance: vCPUs per slot.")
+    memory_mb = _raw("virtual:instance: MB of memory per slot.")
+    disk_gb = _raw("virtual:instance: GB of disk per slot.")
+    amount = _raw("Instance reservations: number of slots.")
+    affinity = _raw("Instance reservations: true, false or null (or the strings True, False, None).")
+
+
+class LeaseUpdate(Schema):
+    """Only the fields that change; the client sends back absolute dates it computed from those it read."""
+
+    class Meta:
+        unknown = RAISE
+
+    name = fields.String(metadata={"description": "A new name, unique within the project."})
+    start_date = fields.String(metadata={"description": "Pending leases only: a new start."})
+    end_date = fields.String(metadata={"description": "A new end, later than now and the start."})
+    before_end_date = fields.String(allow_none=True, metadata={
+        "description": "When before_end_lease fires; null or empty for the default."})
+    reservations = fields.List(fields.Nested(LeaseReservationUpdate))
     events = fields.List(fields.Raw(), metadata={"description": "Ignored; events follow from the dates."})
 
 
@@ -189,6 +223,19 @@ def show_lease(lease_id: str):  # type: ignore[no-untyped-def]
     with web.runtime().db.read() as session:
         _authorize(session, lease_id, "leases:get")
         return {"lease": lease_body(service.get_lease(session, lease_id))}
+
+
+@blp.route("/leases/<string:lease_id>", methods=["PUT"])
+@blp.doc(requestBody={"content": {"application/json": {"schema": LeaseUpdate}}})
+@blp.alt_response(200, schema=LeaseEnvelope, description="The updated lease.")
+def update_lease(lease_id: str):  # type: ignore[no-untyped-def]
+    """Rename a lease, move or resize its window, or change its reservations; capacity is re-checked
+    without the lease's own bookings, and a refused update (4xx) leaves the lease as it was."""
+    data = web.json_body(LeaseUpdate())
+    with web.runtime().db.transaction() as session:
+        _authorize(session, lease_id, "leases:put")
+        view = update.update_lease(session, lease_id, data)
+    return {"lease": lease_body(view)}
 
 
 @blp.route("/leases/<string:lease_id>", methods=["DELETE"])

@@ -254,10 +254,12 @@ def _booking_amounts(resource_type: str, slots: int, sizes: Mapping[str, Any]) -
     return {name: slots * (sizes[name] or 0) for name in ("vcpus", "memory_mb", "disk_gb")}
 
 
-def _snapshot(session: Session, window: availability.Window) -> dict[int, availability.Host]:
+def _snapshot(session: Session, window: availability.Window,
+              exclude_lease_id: str | None = None) -> dict[int, availability.Host]:
     """The reservable hosts that are up, with their capacity, attributes and the bookings of
-    other leases overlapping `window`. Locks the host rows (PostgreSQL) so that no other writer
-    books them before this transaction ends."""
+    other leases overlapping `window` (all but `exclude_lease_id`'s, which an update re-decides).
+    Locks the host rows (PostgreSQL) so that no other writer books them before this transaction
+    ends."""
     hosts = list(session.scalars(select(Host).where(Host.reservable.is_(True), Host.status == "up")
                                  .order_by(Host.id).with_for_update()))
     ids = [host.id for host in hosts]
@@ -269,13 +271,14 @@ def _snapshot(session: Session, window: availability.Window) -> dict[int, availa
                 select(ExtraCapability.host_id, ExtraCapability.name, ExtraCapability.value)
                 .where(ExtraCapability.host_id.in_(ids))):
             attributes[host_id].setdefault(name, value)
-        rows = session.execute(
-            select(ReservationBooking.host_id, ReservationBooking.slots, Reservation.id, Reservation.resource_type,
-                   Reservation.vcpus, Reservation.memory_mb, Reservation.disk_gb, Lease.start_date, Lease.end_date)
-            .join(Reservation, Reservation.id == ReservationBooking.reservation_id)
-            .join(Lease, Lease.id == Reservation.lease_id)
-            .where(Lease.start_date < window.end, Lease.end_date > window.start, Lease.status != TERMINATED))
-        for row in rows.mappings():
+        stmt = (select(ReservationBooking.host_id, ReservationBooking.slots, Reservation.id, Reservation.resource_type,
+                       Reservation.vcpus, Reservation.memory_mb, Reservation.disk_gb, Lease.start_date, Lease.end_date)
+                .join(Reservation, Reservation.id == ReservationBooking.reservation_id)
+                .join(Lease, Lease.id == Reservation.lease_id)
+                .where(Lease.start_date < window.end, Lease.end_date > window.start, Lease.status != TERMINATED))
+        if exclude_lease_id is not None:
+            stmt = stmt.where(Lease.id != exclude_lease_id)
+        for row in session.execute(stmt).mappings():
             if row["host_id"] in bookings:
                 bookings[row["host_id"]].append(availability.Booking(
                     row["start_date"], row["end_date"], _booking_amounts(row["resource_type"], row["slots"], row),
@@ -325,6 +328,26 @@ def _create_reservation_flavor(session: Session, placement: PlacementBackend, ro
         disk=row.disk_gb or 0, is_public=False, extra_specs={f"resources:{row.resource_class}": "1"},
         flavor_id=row.id, projects=[project_id])
     row.reservation_flavor_id = flavor.id
+
+
+def set_reservation_inventory(placement: PlacementBackend, provider_uuid: str, resource_class: str,
+                              slots: int) -> None:
+    """Make a host's reservation provider offer `slots` units of a reservation's class (none at 0),
+    keeping the rest of its inventory. Conflict when instances already use more than `slots`."""
+    used = placement.usages(provider_uuid).get(resource_class, 0)
+    if slots < used:
+        raise Conflict(f"{used} instances use {resource_class} on reservation provider {provider_uuid}, more than "
+                       f"the {slots} slots asked for; delete instances first or keep more slots.")
+    inventory = placement.inventories(provider_uuid)
+    if slots > 0:
+        # One unit per instance, and never more than the reservation's slots on this host.
+        inventory[resource_class] = {"total": slots, "reserved": 0, "min_unit": 1, "max_unit": slots,
+                                     "step_size": 1, "allocation_ratio": 1.0}
+    elif resource_class in inventory:
+        del inventory[resource_class]
+    else:
+        return
+    placement.set_inventories(provider_uuid, inventory)
 
 
 def _remove_reservation_flavor(session: Session, placement: PlacementBackend, row: Reservation) -> None:

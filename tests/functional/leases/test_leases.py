@@ -409,12 +409,6 @@ def test_a_start_of_now_is_accepted(client: FlaskClient) -> None:
     assert lease["status"] == "PENDING"
 
 
-def test_update_is_not_offered_yet(client: FlaskClient) -> None:
-    register(client, "compute-1")
-    lease = create(client, "lease-1", [physical()])
-    assert client.put(f"/v1/leases/{lease['id']}", json={"name": "x"}).status_code == 405
-
-
 # Listing, showing, deleting, and who may.
 
 def test_members_list_their_projects_leases_and_admins_all(client: FlaskClient) -> None:
