@@ -82,9 +82,12 @@ def db_upgrade(ctx: click.Context, revision: str) -> None:
 @click.option("--host", default=None, help="Address to listen on (overrides [api] host).")
 @click.option("--port", type=int, default=None, help="Port to listen on (overrides [api] port).")
 @click.option("--workers", type=int, default=None, help="API worker processes (overrides [api] workers).")
+@click.option("--no-scheduler", is_flag=True, default=False,
+              help="Serve the API only, without the lease scheduler (for API-only replicas).")
 @click.pass_context
-def serve(ctx: click.Context, host: str | None, port: int | None, workers: int | None) -> None:
-    """Apply migrations, then serve the API with gunicorn."""
+def serve(ctx: click.Context, host: str | None, port: int | None, workers: int | None, no_scheduler: bool) -> None:
+    """Apply migrations, then serve the API with gunicorn, and run the lease scheduler beside it
+    unless --no-scheduler or [scheduler] enabled = false."""
     from blazar_lite.db import Database
     from blazar_lite.db.migrate import upgrade
     from blazar_lite.server import run
@@ -104,7 +107,30 @@ def serve(ctx: click.Context, host: str | None, port: int | None, workers: int |
     database.dispose()
     logging.getLogger(__name__).info("serving on http://%s:%d (database %s)", settings.api_host,
                                      settings.api_port, database.engine.url.render_as_string(hide_password=True))
-    run(settings)
+    scheduler = None
+    if settings.scheduler_enabled and not no_scheduler:
+        from blazar_lite.scheduler.process import start_scheduler_process
+
+        scheduler = start_scheduler_process(ctx.obj["config_file"])
+    try:
+        run(settings)
+    finally:
+        if scheduler is not None:
+            from blazar_lite.scheduler.process import stop_scheduler_process
+
+            stop_scheduler_process(scheduler)
+
+
+@main.command("scheduler")
+@click.pass_context
+def scheduler_command(ctx: click.Context) -> None:
+    """Run the lease scheduler alone, in the foreground, until SIGTERM or SIGINT: every
+    [scheduler] interval seconds it claims the lease events that are due and runs them."""
+    from blazar_lite.scheduler.runner import run_forever
+
+    settings = _settings(ctx)
+    configure_logging(settings)
+    run_forever(settings)
 
 
 add_client_commands(main)

@@ -81,7 +81,18 @@ OPTIONS: tuple[Option, ...] = (
     Option("logging", "level", str, "INFO", "Log level.", LOG_LEVELS),
     Option("logging", "file", str, None, "Log to this file instead of standard error."),
     Option("scheduler", "enabled", bool, True, "Run the lease scheduler inside `blazar-lite serve`."),
-    Option("scheduler", "interval", int, 10, "Seconds between two scheduler passes.", minimum=1),
+    Option("scheduler", "interval", int, 2,
+           "Seconds between two scheduler passes, each of which runs every lease event that is due "
+           "(Blazar's event_interval).", minimum=1),
+    Option("scheduler", "claim_timeout", int, 300,
+           "Seconds a scheduler process holds an event it claimed; an event still running after that "
+           "is taken to belong to a process that died, and another scheduler runs it again.", minimum=10),
+    Option("scheduler", "max_attempts", int, 5,
+           "Times an event is tried when it meets a transient failure (database unavailable, "
+           "lease busy), waiting longer after each, before the event and its lease go to ERROR.", minimum=1),
+    Option("scheduler", "minutes_before_end_lease", int, 60,
+           "Minutes before a lease's end at which its before_end_lease event fires, for leases created "
+           "without a before_end_date.", minimum=0),
 )
 
 _BY_ATTR = {o.attr: o for o in OPTIONS}
@@ -102,7 +113,10 @@ class Settings:
     logging_level: str = "INFO"
     logging_file: str | None = None
     scheduler_enabled: bool = True
-    scheduler_interval: int = 10
+    scheduler_interval: int = 2
+    scheduler_claim_timeout: int = 300
+    scheduler_max_attempts: int = 5
+    scheduler_minutes_before_end_lease: int = 60
     # Passed as-is to keystonemiddleware's auth_token when auth_strategy is keystone.
     keystone_authtoken: Mapping[str, str] = field(default_factory=dict)
     config_file: str | None = None

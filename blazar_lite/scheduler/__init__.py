@@ -1,0 +1,1 @@
+"""The lease scheduler: claims due lease events and runs them (see `claims` and `runner`)."""

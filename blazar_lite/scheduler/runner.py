@@ -1,0 +1,268 @@
+"""Running due lease events: one pass (`run_due_events`), and the APScheduler job that repeats it.
+
+Each event runs in transactions of its own, after its claim is committed: a failure rolls back
+only that event's work. Generation conflicts in Placement (another writer touched the same
+provider) are retried at once; transient failures (the database went away, the lease is busy
+with a user's request) put the event back with a growing delay; anything else is a real failure:
+the event and its lease go to ERROR, with the reason in the lease's status_reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
+from sqlalchemy.orm import Session
+
+from blazar_lite.db import Database, utcnow
+from blazar_lite.exceptions import ConcurrentUpdate
+from blazar_lite.leases import lifecycle
+from blazar_lite.leases.models import (
+    BEFORE_END_LEASE,
+    DONE,
+    END_LEASE,
+    ERROR,
+    EVENT_ERROR,
+    START_LEASE,
+    UNDONE,
+    Lease,
+)
+from blazar_lite.scheduler.claims import Claim, claim_due_events, holds, worker_identity
+from blazar_lite.settings import Settings
+
+LOG = logging.getLogger(__name__)
+
+# Outcomes of one event.
+RAN = "done"
+RETRY = "retry"
+FAILED = "error"
+LOST = "lost"
+
+DEFAULT_CLAIM_TIMEOUT = dt.timedelta(seconds=300)
+DEFAULT_MAX_ATTEMPTS = 5
+# Placement generation conflicts resolve on a re-read; a few immediate retries suffice even when
+# several schedulers write to the same providers.
+GENERATION_RETRIES = 10
+MAX_BACKOFF = dt.timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class EventResult:
+    event_id: str
+    lease_id: str
+    event_type: str
+    outcome: str
+    detail: str | None = None
+
+
+class _Transient(Exception):
+    """A failure worth trying again later."""
+
+
+def backoff(attempts: int) -> dt.timedelta:
+    """The wait before the next try after `attempts` tries: 2, 4, 8, … seconds, at most 5 minutes."""
+    return min(dt.timedelta(seconds=2 ** attempts), MAX_BACKOFF)
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, lifecycle.LeaseBusy | OperationalError | DisconnectionError):
+        return True
+    return isinstance(exc, DBAPIError) and exc.connection_invalidated
+
+
+_LOST = object()
+
+
+def _step(database: Database, claim: Claim, worker_id: str, action: Callable[[Session], object],
+          finish: bool) -> object:
+    """Run `action` in a transaction while the claim is still ours (retrying generation
+    conflicts) and return what it returns; with `finish`, mark the event DONE in that same
+    transaction. `_LOST` when the claim was lost."""
+    for attempt in range(GENERATION_RETRIES):
+        try:
+            with database.transaction() as session:
+                event = holds(session, claim, worker_id)
+                if event is None:
+                    return _LOST
+                value = action(session)
+                if finish:
+                    event.status = DONE
+                    event.claimed_until = None
+                    event.last_error = None
+            return value
+        except ConcurrentUpdate:
+            if attempt == GENERATION_RETRIES - 1:
+                raise
+            LOG.debug("generation conflict running %s of lease %s; trying again", claim.event_type,
+                      claim.lease_id)
+    return _LOST
+
+
+def _nothing(_session: Session) -> None:
+    return None
+
+
+def _run(database: Database, claim: Claim, worker_id: str) -> bool:
+    """Run one claimed event to DONE; False when the claim was lost on the way."""
+    lease_id = claim.lease_id
+    if claim.event_type == BEFORE_END_LEASE:
+        return _step(database, claim, worker_id, lambda s: lifecycle.before_end_lease(s, lease_id),
+                     finish=True) is not _LOST
+    if claim.event_type == START_LEASE:
+        mark, act = lifecycle.mark_starting, lifecycle.start_lease
+    elif claim.event_type == END_LEASE:
+        mark, act = lifecycle.mark_terminating, lifecycle.end_lease
+    else:
+        raise ValueError(f"unknown event type {claim.event_type!r}")
+    # The transitional state is committed on its own, so that users see the event at work.
+    marked = _step(database, claim, worker_id, lambda s: mark(s, lease_id), finish=False)
+    if marked is _LOST:
+        return False
+    action = (lambda s: act(s, lease_id)) if marked else _nothing
+    return _step(database, claim, worker_id, action, finish=True) is not _LOST
+
+
+def _reason(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc)
+    # Database errors carry the whole statement after the first line; the reason is that line.
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _retry_later(database: Database, claim: Claim, worker_id: str, now: dt.datetime, reason: str) -> None:
+    with database.transaction() as session:
+        event = holds(session, claim, worker_id)
+        if event is not None:
+            event.status = UNDONE
+            event.claimed_by = None
+            event.claimed_until = now + backoff(claim.attempts)
+            event.last_error = reason
+
+
+def _fail(database: Database, claim: Claim, worker_id: str, reason: str) -> None:
+    with database.transaction() as session:
+        event = holds(session, claim, worker_id)
+        if event is None:
+            return
+        event.status = EVENT_ERROR
+        event.claimed_until = None
+        event.last_error = reason
+        lease = session.get(Lease, claim.lease_id, with_for_update=True)
+        if lease is not None:
+            lease.status = ERROR
+            lease.status_reason = f"{claim.event_type} failed: {reason}"
+
+
+def run_claim(database: Database, claim: Claim, worker_id: str, *, now: dt.datetime | None = None,
+              max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> EventResult:
+    """Run one event this worker claimed, and record how it went."""
+    now = now or utcnow()
+
+    def result(outcome: str, detail: str | None = None) -> EventResult:
+        return EventResult(claim.event_id, claim.lease_id, claim.event_type, outcome, detail)
+
+    if claim.attempts > max_attempts:
+        reason = f"gave up after {max_attempts} attempts; the last one did not finish"
+        _fail(database, claim, worker_id, reason)
+        return result(FAILED, reason)
+    try:
+        ran = _run(database, claim, worker_id)
+    except lifecycle.LeaseGone:
+        # The lease was deleted after the claim; its events went with it.
+        return result(LOST, "lease deleted")
+    except Exception as exc:  # noqa: BLE001 - every failure is recorded on the event and its lease
+        reason = _reason(exc)
+        if _is_transient(exc) and claim.attempts < max_attempts:
+            LOG.warning("%s of lease %s failed (attempt %d of %d), retrying: %s", claim.event_type,
+                        claim.lease_id, claim.attempts, max_attempts, reason)
+            _retry_later(database, claim, worker_id, now, reason)
+            return result(RETRY, reason)
+        LOG.error("%s of lease %s failed: %s", claim.event_type, claim.lease_id, reason,
+                  exc_info=not isinstance(exc, lifecycle.LeaseBusy))
+        _fail(database, claim, worker_id, reason)
+        return result(FAILED, reason)
+    if not ran:
+        return result(LOST, "claim taken over by another scheduler")
+    LOG.info("%s of lease %s done", claim.event_type, claim.lease_id)
+    return result(RAN)
+
+
+def run_due_events(database: Database, now: dt.datetime | None = None, worker_id: str | None = None, *,
+                   claim_timeout: dt.timedelta = DEFAULT_CLAIM_TIMEOUT, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+                   batch_size: int = 20) -> list[EventResult]:
+    """One scheduler pass: claim the events due at `now` (default: the current time), a batch at
+    a time, and run each, until none is left. Returns what happened to each, in running order."""
+    worker_id = worker_id or worker_identity()
+    results: list[EventResult] = []
+    while True:
+        moment = now or utcnow()
+        claims = claim_due_events(database, worker_id, moment, claim_timeout, batch_size)
+        if not claims:
+            return results
+        for claim in claims:
+            results.append(run_claim(database, claim, worker_id, now=moment, max_attempts=max_attempts))
+
+
+class LeaseScheduler:
+    """A background APScheduler job that runs `run_due_events` every `[scheduler] interval`
+    seconds, with its own database engine. One pass at a time: a pass that overruns the interval
+    delays the next rather than overlapping it."""
+
+    def __init__(self, settings: Settings, database: Database | None = None) -> None:
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        self.settings = settings
+        self.database = database or Database(settings.database_url)
+        self._owns_database = database is None
+        self.worker_id = worker_identity()
+        self._scheduler = BackgroundScheduler(timezone=dt.UTC)
+        self._scheduler.add_job(self.run_once, "interval", seconds=settings.scheduler_interval, max_instances=1,
+                                coalesce=True, id="lease-events", next_run_time=dt.datetime.now(dt.UTC))
+
+    def run_once(self) -> list[EventResult]:
+        """One pass; a failure of the pass itself (database down) is logged, and the next pass tries again."""
+        try:
+            return run_due_events(self.database, worker_id=self.worker_id,
+                                  claim_timeout=dt.timedelta(seconds=self.settings.scheduler_claim_timeout),
+                                  max_attempts=self.settings.scheduler_max_attempts)
+        except Exception:
+            LOG.exception("scheduler pass failed; the next one tries again")
+            return []
+
+    def start(self) -> None:
+        self._scheduler.start()
+        LOG.info("lease scheduler %s started: a pass every %d s", self.worker_id, self.settings.scheduler_interval)
+
+    def shutdown(self) -> None:
+        """Stop, letting a running pass finish its current event."""
+        self._scheduler.shutdown(wait=True)
+        if self._owns_database:
+            self.database.dispose()
+        LOG.info("lease scheduler %s stopped", self.worker_id)
+
+
+def run_forever(settings: Settings) -> None:
+    """Run the scheduler in the foreground until SIGTERM or SIGINT."""
+    stop = threading.Event()
+
+    def request_stop(signum: int, _frame: object) -> None:
+        LOG.info("received %s, stopping", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    # APScheduler logs every run of the job at INFO: every few seconds, and says nothing ours don't.
+    logging.getLogger("apscheduler.executors").setLevel(max(logging.WARNING, logging.getLogger().level))
+    scheduler = LeaseScheduler(settings)
+    scheduler.start()
+    try:
+        while not stop.wait(1):
+            pass
+    finally:
+        scheduler.shutdown()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
