@@ -174,6 +174,11 @@ def _query(allowed: set[str]) -> dict[str, str]:
     return {key: request.args[key] for key in request.args}
 
 
+def _minutes_before_end() -> int:
+    """How long before a lease's end its before_end_lease event fires, unless the lease says when."""
+    return web.runtime().settings.scheduler_minutes_before_end_lease
+
+
 def _authorize(session: Any, lease_id: str, rule: str) -> None:
     """Enforce `rule` on the lease; another project's lease the caller may not act on is a 404."""
     project_id = service.lease_project(session, lease_id)
@@ -211,7 +216,7 @@ def create_lease():  # type: ignore[no-untyped-def]
     web.enforce("leases:post", {"project_id": context.project_id})
     data = web.json_body(LeaseCreate())
     with web.runtime().db.transaction() as session:
-        view = service.create_lease(session, context, data)
+        view = service.create_lease(session, context, data, minutes_before_end=_minutes_before_end())
     return {"lease": lease_body(view)}, 201
 
 
@@ -234,7 +239,7 @@ def update_lease(lease_id: str):  # type: ignore[no-untyped-def]
     data = web.json_body(LeaseUpdate())
     with web.runtime().db.transaction() as session:
         _authorize(session, lease_id, "leases:put")
-        view = update.update_lease(session, lease_id, data)
+        view = update.update_lease(session, lease_id, data, minutes_before_end=_minutes_before_end())
     return {"lease": lease_body(view)}
 
 

@@ -76,7 +76,7 @@ def _lease(session: Session, lease_id: str) -> Lease:
     return lease
 
 
-def _lock_hosts(session: Session, lease_id: str) -> None:
+def lock_hosts(session: Session, lease_id: str) -> None:
     """Lock the rows of the hosts the lease books, in id order (PostgreSQL).
 
     Changing a provider's inventory or aggregates means reading them and writing the merged
@@ -134,7 +134,7 @@ def start_lease(session: Session, lease_id: str, placement: PlacementBackend | N
     _check_not_busy(lease, "its start")
     if lease.status in (TERMINATING, TERMINATED):
         return False
-    _lock_hosts(session, lease.id)
+    lock_hosts(session, lease.id)
     for reservation in _reservations(session, lease.id):
         if reservation.resource_type == PHYSICAL_HOST:
             _hosts_into_reservation(session, placement, reservation)
@@ -167,14 +167,34 @@ def _inventory_for_reservation(session: Session, placement: PlacementBackend, re
     for host, slots in _booked_hosts(session, reservation.id):
         if not host.reservation_provider_uuid:
             raise Conflict(f"Host {host.hypervisor_hostname} has no reservation provider.")
-        current = placement.inventories(host.reservation_provider_uuid)
-        wanted = {"total": slots, "reserved": 0, "min_unit": 1, "max_unit": slots, "step_size": 1,
-                  "allocation_ratio": 1.0}
-        if current.get(resource_class) != wanted:
-            # The provider carries the classes of other reservations too: keep them.
-            placement.set_inventories(host.reservation_provider_uuid, {**current, resource_class: wanted})
+        set_reservation_inventory(placement, host.reservation_provider_uuid, resource_class, slots)
     if reservation.reservation_flavor_id:
         flavors.grant_access(session, reservation.reservation_flavor_id, project_id)
+
+
+def set_reservation_inventory(placement: PlacementBackend, provider_uuid: str, resource_class: str,
+                              slots: int) -> None:
+    """Make a host's reservation provider offer `slots` units of a reservation's class (none at 0),
+    keeping the inventory of the other reservations it carries; nothing is written when it offers
+    that already. Conflict when instances use more than `slots`. The caller holds the host's row
+    locked: the provider's inventory is read, then written whole."""
+    used = placement.usages(provider_uuid).get(resource_class, 0)
+    if slots < used:
+        raise Conflict(f"{used} instances use {resource_class} on reservation provider {provider_uuid}, more than "
+                       f"the {slots} slots asked for; delete instances first or keep more slots.")
+    inventory = placement.inventories(provider_uuid)
+    if slots > 0:
+        # One unit per instance, and never more than the reservation's slots on this host.
+        wanted = {"total": slots, "reserved": 0, "min_unit": 1, "max_unit": slots, "step_size": 1,
+                  "allocation_ratio": 1.0}
+        if inventory.get(resource_class) == wanted:
+            return
+        inventory[resource_class] = wanted
+    elif resource_class in inventory:
+        del inventory[resource_class]
+    else:
+        return
+    placement.set_inventories(provider_uuid, inventory)
 
 
 # Before the end.
@@ -207,7 +227,7 @@ def end_lease(session: Session, lease_id: str, placement: PlacementBackend | Non
     placement = placement or EmbeddedPlacement(session)
     lease = _lease(session, lease_id)
     _check_not_busy(lease, "its end")
-    _lock_hosts(session, lease.id)
+    lock_hosts(session, lease.id)
     release_reservations(session, _reservations(session, lease.id), placement)
     lease.status = TERMINATED
     session.flush()
@@ -253,12 +273,8 @@ def _remove_reservation_inventory(session: Session, placement: PlacementBackend,
     resource_class = reservation.resource_class
     if resource_class:
         for host, _slots in _booked_hosts(session, reservation.id):
-            if not host.reservation_provider_uuid:
-                continue
-            current = placement.inventories(host.reservation_provider_uuid)
-            if resource_class in current:
-                placement.set_inventories(host.reservation_provider_uuid,
-                                          {rc: fields for rc, fields in current.items() if rc != resource_class})
+            if host.reservation_provider_uuid:
+                set_reservation_inventory(placement, host.reservation_provider_uuid, resource_class, 0)
     if reservation.reservation_flavor_id:
         try:
             flavors.delete_flavor(session, reservation.reservation_flavor_id)
@@ -271,12 +287,11 @@ def _remove_reservation_inventory(session: Session, placement: PlacementBackend,
             pass
 
 
-
 def move_active_hosts(session: Session, placement: PlacementBackend, lease: Lease, reservation: Reservation,
                       added: Sequence[int], released: Sequence[int]) -> None:
     """For an update of an ACTIVE physical:host reservation: `added` hosts leave the freepool for
-    the reservation's aggregate, `released` ones go back to the freepool. It has the shape of
-    `update.HostsMove`, for `update.register_active_hosts_move`."""
+    the reservation's aggregate, `released` ones go back to the freepool. Locks those hosts' rows
+    (in id order) for the read-then-write of their aggregates."""
     aggregate = reservation_aggregate_uuid(reservation.id)
     ids = sorted({*added, *released})
     hosts = {host.id: host for host in session.scalars(select(Host).where(Host.id.in_(ids)).order_by(Host.id)

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -27,13 +27,14 @@ from blazar_lite.exceptions import BadRequest, Conflict, NotEnoughResources, Not
 from blazar_lite.flavors import service as flavors
 from blazar_lite.hosts.models import ExtraCapability, Host
 from blazar_lite.hosts.reservations import HostReservation, register_source
-from blazar_lite.leases import availability
-from blazar_lite.leases.dates import before_end_time, parse_before_end, validate_window
+from blazar_lite.leases import availability, lifecycle
+from blazar_lite.leases.dates import as_utc, before_end_time, parse_before_end, validate_window
 from blazar_lite.leases.models import (
     ACTIVE,
     BEFORE_END_LEASE,
     END_LEASE,
     FLAVOR_INSTANCE,
+    IN_PROGRESS,
     MAX_NAME,
     PENDING,
     PHYSICAL_HOST,
@@ -259,9 +260,18 @@ def _snapshot(session: Session, window: availability.Window,
     """The reservable hosts that are up, with their capacity, attributes and the bookings of
     other leases overlapping `window` (all but `exclude_lease_id`'s, which an update re-decides).
     Locks the host rows (PostgreSQL) so that no other writer books them before this transaction
-    ends."""
-    hosts = list(session.scalars(select(Host).where(Host.reservable.is_(True), Host.status == "up")
-                                 .order_by(Host.id).with_for_update()))
+    ends; with `exclude_lease_id`, the rows of the hosts that lease books too, even those no longer
+    reservable or up, in the same id-ordered statement, because an update of an active lease
+    changes their providers."""
+    offered = and_(Host.reservable.is_(True), Host.status == "up")
+    locked = offered
+    if exclude_lease_id is not None:
+        booked = (select(ReservationBooking.host_id)
+                  .join(Reservation, Reservation.id == ReservationBooking.reservation_id)
+                  .where(Reservation.lease_id == exclude_lease_id))
+        locked = or_(offered, Host.id.in_(booked))
+    hosts = [host for host in session.scalars(select(Host).where(locked).order_by(Host.id).with_for_update())
+             if host.reservable and host.status == "up"]
     ids = [host.id for host in hosts]
     attributes: dict[int, dict[str, object]] = {
         host.id: {name: getattr(host, name) for name in _HOST_ATTRIBUTES} for host in hosts}
@@ -330,26 +340,6 @@ def _create_reservation_flavor(session: Session, placement: PlacementBackend, ro
     row.reservation_flavor_id = flavor.id
 
 
-def set_reservation_inventory(placement: PlacementBackend, provider_uuid: str, resource_class: str,
-                              slots: int) -> None:
-    """Make a host's reservation provider offer `slots` units of a reservation's class (none at 0),
-    keeping the rest of its inventory. Conflict when instances already use more than `slots`."""
-    used = placement.usages(provider_uuid).get(resource_class, 0)
-    if slots < used:
-        raise Conflict(f"{used} instances use {resource_class} on reservation provider {provider_uuid}, more than "
-                       f"the {slots} slots asked for; delete instances first or keep more slots.")
-    inventory = placement.inventories(provider_uuid)
-    if slots > 0:
-        # One unit per instance, and never more than the reservation's slots on this host.
-        inventory[resource_class] = {"total": slots, "reserved": 0, "min_unit": 1, "max_unit": slots,
-                                     "step_size": 1, "allocation_ratio": 1.0}
-    elif resource_class in inventory:
-        del inventory[resource_class]
-    else:
-        return
-    placement.set_inventories(provider_uuid, inventory)
-
-
 def _remove_reservation_flavor(session: Session, placement: PlacementBackend, row: Reservation) -> None:
     if row.reservation_flavor_id:
         try:
@@ -362,7 +352,8 @@ def _remove_reservation_flavor(session: Session, placement: PlacementBackend, ro
         except NotFound:
             pass
         except Conflict:
-            # Inventory still carries the class: the lease's end takes it back, then the class goes.
+            # Delete releases started leases first, so only inventory left by a release that could not
+            # finish still carries the class: the class stays with it rather than failing the delete.
             pass
 
 
@@ -459,15 +450,32 @@ def list_leases(session: Session, project_id: str | None = None) -> list[LeaseVi
     return _views(session, list(session.scalars(stmt)))
 
 
-def delete_lease(session: Session, lease_id: str, placement: PlacementBackend | None = None) -> None:
-    """Delete a lease, its reservations' bookings, classes and flavors, and its events. 409 while
-    a scheduler event is changing the lease (STARTING, TERMINATING, ...)."""
+def delete_lease(session: Session, lease_id: str, placement: PlacementBackend | None = None, *,
+                 now: dt.datetime | None = None) -> None:
+    """Delete a lease, its reservations' bookings, classes and flavors, and its events; an ACTIVE
+    lease (or one an event left in ERROR) first gives back what its start took, as its end would:
+    inventory, classes and flavors go, hosts return to the freepool. 409 while a scheduler event is
+    changing the lease (STARTING, TERMINATING, or an event claimed and running)."""
+    now = now or utcnow()
     placement = placement or EmbeddedPlacement(session)
+    # Events, then the lease, then its hosts: the order updates and the scheduler lock them in,
+    # so concurrent requests and events queue rather than deadlock.
+    events = list(session.scalars(select(Event).where(Event.lease_id == lease_id).order_by(Event.id)
+                                  .with_for_update()))
     lease = _lease(session, lease_id, lock=True)
-    if lease.status not in DELETABLE:
-        raise Conflict(f"Lease {lease.id} is {lease.status}: it cannot be deleted until that finishes. "
+    running = [event.event_type for event in events if event.status == IN_PROGRESS
+               and event.claimed_until is not None and as_utc(event.claimed_until) > as_utc(now)]
+    if lease.status not in DELETABLE or running:
+        doing = f"running {', '.join(running)}" if running else lease.status
+        raise Conflict(f"Lease {lease.id} is {doing}: it cannot be deleted until that finishes. "
                        "Retry in a few seconds.")
-    rows = list(session.scalars(select(Reservation).where(Reservation.lease_id == lease.id)))
+    rows = list(session.scalars(select(Reservation).where(Reservation.lease_id == lease.id)
+                                .order_by(Reservation.id)))
+    if lease.status in (ACTIVE, LEASE_ERROR):
+        # An ERROR lease may hold part of what a start or end left behind; releasing is safe on
+        # reservations that never started.
+        lifecycle.lock_hosts(session, lease.id)
+        lifecycle.release_reservations(session, rows, placement)
     ids = [row.id for row in rows]
     if ids:
         session.execute(delete(ReservationBooking).where(ReservationBooking.reservation_id.in_(ids)))

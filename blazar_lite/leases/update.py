@@ -8,14 +8,16 @@ bookings out, with the hosts it holds tried first. The host rows are locked as a
 them. Any refusal raises before the transaction commits, so a refused update changes nothing.
 
 An ACTIVE lease never moves: each reservation either keeps every host (and slot) it holds and
-perhaps gains more, or gives some back; and its live Placement inventory follows the new slots.
+perhaps gains more, or gives some back; and its live Placement side follows: instance slots as
+inventory on the reservation providers, whole hosts between the freepool and the reservation's
+aggregate.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import uuid as uuidlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +29,7 @@ from blazar_lite.db import utcnow
 from blazar_lite.exceptions import BadRequest, Conflict, NotEnoughResources
 from blazar_lite.flavors import service as flavors
 from blazar_lite.hosts.models import Host
-from blazar_lite.leases import availability
+from blazar_lite.leases import availability, lifecycle
 from blazar_lite.leases.dates import (
     TERMINATED_LEASE_CHANGE,
     as_utc,
@@ -70,7 +72,6 @@ from blazar_lite.leases.service import (
     _Request,
     _snapshot,
     _views,
-    set_reservation_inventory,
 )
 from blazar_lite.placement.backend import EmbeddedPlacement, PlacementBackend
 
@@ -85,19 +86,6 @@ CHANGEABLE = {
 _COLUMNS = ("min", "max", "hypervisor_properties", "resource_properties", "before_end", "vcpus", "memory_mb",
             "disk_gb", "amount", "affinity")
 _LEASE_FIELDS = ("name", "start_date", "end_date", "before_end_date", "reservations")
-
-# How an ACTIVE physical:host reservation's hosts move: `added` hosts leave the freepool for the
-# reservation's aggregate, `released` ones go back. The lease lifecycle, which makes that move at
-# start and end, registers it here; without it such an update is refused rather than half done.
-HostsMove = Callable[[Session, PlacementBackend, Lease, Reservation, Sequence[int], Sequence[int]], None]
-_active_hosts_move: HostsMove | None = None
-
-
-def register_active_hosts_move(move: HostsMove | None) -> None:
-    """Install (or, with None, remove) how hosts join and leave an ACTIVE physical:host reservation."""
-    global _active_hosts_move
-    _active_hosts_move = move
-
 
 @dataclass
 class _Decision:
@@ -240,11 +228,7 @@ def _follow_live(session: Session, placement: PlacementBackend, lease: Lease, de
         released = sorted(set(held) - set(chosen))
         if not added and not released:
             return
-        if _active_hosts_move is None:
-            raise Conflict(f"Reservation {row.id} of active lease {lease.id} would change hosts, and hosts cannot "
-                           "join or leave a started physical:host reservation on this server; the lease is "
-                           "unchanged. Keep min and max so that its hosts stay as they are.")
-        _active_hosts_move(session, placement, lease, row, added, released)
+        lifecycle.move_active_hosts(session, placement, lease, row, added, released)
         return
     if not row.resource_class:
         return
@@ -252,7 +236,8 @@ def _follow_live(session: Session, placement: PlacementBackend, lease: Lease, de
                                      .where(Host.id.in_(list(set(held) | set(chosen))))).all())
     for host_id in sorted(set(held) | set(chosen)):
         if held.get(host_id, 0) != chosen.get(host_id, 0) and host_id in providers:
-            set_reservation_inventory(placement, providers[host_id], row.resource_class, chosen.get(host_id, 0))
+            lifecycle.set_reservation_inventory(placement, providers[host_id], row.resource_class,
+                                                chosen.get(host_id, 0))
 
 
 def _write(session: Session, placement: PlacementBackend, lease: Lease, decision: _Decision) -> bool:

@@ -8,13 +8,15 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
 
 from blazar_lite.auth.context import RequestContext
 from blazar_lite.db import Database
 from blazar_lite.db.migrate import upgrade
 from blazar_lite.exceptions import NotEnoughResources
 from blazar_lite.hosts import service as hosts
-from blazar_lite.leases import service
+from blazar_lite.hosts.models import Host
+from blazar_lite.leases import lifecycle, service, update
 from blazar_lite.leases.models import ReservationBooking
 
 pytestmark = pytest.mark.postgres
@@ -72,3 +74,33 @@ def test_one_free_host_is_booked_by_exactly_one_of_many_concurrent_leases(pg_dat
     with pg_database.read() as session:
         assert len(service.list_leases(session, "p1")) == 1
         assert session.scalar(select(func.count()).select_from(ReservationBooking)) == 1
+
+
+def test_shrinking_an_active_lease_locks_the_row_of_a_host_it_gives_back_that_is_down(
+        pg_database: Database) -> None:
+    with pg_database.transaction() as session:
+        down, _up = (hosts.create_host(session, hosts.HostSpec(name=name, vcpus=2, memory_mb=8192, local_gb=10)).id
+                    for name in ("compute-1", "compute-2"))
+    now = dt.datetime.now(dt.UTC)
+    body = {"name": "lease-1", "start_date": "now", "end_date": (now + dt.timedelta(days=1)).strftime("%Y-%m-%d %H:%M"),
+            "before_end_date": None, "events": [], "reservations": [
+                {"resource_type": "virtual:instance", "amount": 2, "vcpus": 2, "memory_mb": 1024, "disk_gb": 1,
+                 "affinity": False}]}
+    context = RequestContext(user_id="u1", project_id="p1", roles=frozenset({"member"}))
+    with pg_database.transaction() as session:
+        lease = service.create_lease(session, context, body)
+    with pg_database.transaction() as session:
+        assert lifecycle.mark_starting(session, lease.id)
+    with pg_database.transaction() as session:
+        assert lifecycle.start_lease(session, lease.id)
+        hosts.update_host(session, down, status="down")
+
+    reservation_id = lease.reservations[0].id
+    with pg_database.transaction() as session:
+        update.update_lease(session, lease.id, {"reservations": [{"id": reservation_id, "amount": 1}]})
+        # The update read and rewrote the down host's reservation provider inventory: another
+        # writer of that provider must wait for this transaction.
+        with pg_database.engine.connect() as other, pytest.raises(OperationalError, match="could not obtain lock"):
+            other.execute(select(Host.id).where(Host.id == down).with_for_update(nowait=True))
+    with pg_database.read() as session:
+        assert service.get_lease(session, lease.id).reservations[0].fields["amount"] == 1

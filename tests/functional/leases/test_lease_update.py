@@ -12,8 +12,10 @@ from sqlalchemy import select
 from blazar_lite.auth.context import RequestContext
 from blazar_lite.db import Database
 from blazar_lite.hosts.models import Host
-from blazar_lite.leases import service, update
+from blazar_lite.hosts.service import FREEPOOL_AGGREGATE_UUID
+from blazar_lite.leases import lifecycle, service
 from blazar_lite.leases.models import ACTIVE, DONE, IN_PROGRESS, STARTING, TERMINATED, Event, Lease, ReservationBooking
+from blazar_lite.scheduler.runner import RAN, run_due_events
 from tests.functional.leases.test_leases import (
     MEMBER,
     OTHER,
@@ -99,8 +101,8 @@ def started_by_the_scheduler(database: Database, lease_id: str) -> None:
                                            .where(ReservationBooking.reservation_id == reservation.id)):
                 host = session.get(Host, booking.host_id)
                 assert host is not None
-                service.set_reservation_inventory(placement, host.reservation_provider_uuid,
-                                                  service.resource_class_of(reservation.id), booking.slots)
+                lifecycle.set_reservation_inventory(placement, host.reservation_provider_uuid,
+                                                    service.resource_class_of(reservation.id), booking.slots)
 
 
 def set_status(database: Database, lease_id: str, status: str) -> None:
@@ -117,6 +119,14 @@ def slots_inventory(client: FlaskClient, host_id: int, reservation_id: str) -> i
     assert response.status_code == 200, response.get_json()
     inventory = response.get_json()["inventories"].get(service.resource_class_of(reservation_id))
     return None if inventory is None else inventory["total"]
+
+
+def host_aggregates(client: FlaskClient, host_id: int) -> set[str]:
+    provider = client.get(f"/v1/os-hosts/{host_id}").get_json()["host"]["resource_provider_uuid"]
+    response = client.get(f"/placement/resource_providers/{provider}/aggregates",
+                          headers={"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"})
+    assert response.status_code == 200, response.get_json()
+    return set(response.get_json()["aggregates"])
 
 
 # Renaming.
@@ -514,24 +524,26 @@ def test_the_live_inventory_of_an_active_lease_follows_its_slots(client: FlaskCl
         (1, None)
 
 
-def test_hosts_do_not_join_an_active_physical_reservation_unless_the_lifecycle_moves_them(
+def test_hosts_that_join_or_leave_an_active_physical_reservation_move_between_the_freepool_and_its_aggregate(
         client: FlaskClient, database: Database) -> None:
-    register(client, "compute-1")
-    register(client, "compute-2")
+    first = register(client, "compute-1")
+    second = register(client, "compute-2")
     lease_id = create_in_the_past(database, "lease-1", [physical(1)], hours_ago=1, start_in=0.5, end_in=3)
-    started_by_the_scheduler(database, lease_id)
+    assert [(r.event_type, r.outcome) for r in run_due_events(database)] == [("start_lease", RAN)]
     reservation_id = show(client, lease_id)["reservations"][0]["id"]
-    body = {"reservations": [{"id": reservation_id, "max": 2}]}
-    assert "hosts cannot join or leave a started physical:host reservation" in refused(client, lease_id, body, 409)
+    aggregate = lifecycle.reservation_aggregate_uuid(reservation_id)
+    [held] = hosts_of(client, show(client, lease_id))[reservation_id]
+    [free] = {first, second} - {held}
+    assert (host_aggregates(client, held), host_aggregates(client, free)) == ({aggregate}, {FREEPOOL_AGGREGATE_UUID})
 
-    moves: list[tuple[str, list[int], list[int]]] = []
-    update.register_active_hosts_move(
-        lambda session, placement, lease, row, added, released: moves.append((row.id, list(added), list(released))))
-    try:
-        updated(client, lease_id, body)
-    finally:
-        update.register_active_hosts_move(None)
-    assert moves == [(reservation_id, [2], [])]
+    updated(client, lease_id, {"reservations": [{"id": reservation_id, "max": 2}]})
+    assert (host_aggregates(client, held), host_aggregates(client, free)) == ({aggregate}, {aggregate})
+
+    updated(client, lease_id, {"reservations": [{"id": reservation_id, "max": 1}]})
+    [kept] = hosts_of(client, show(client, lease_id))[reservation_id]
+    [released] = {first, second} - {kept}
+    assert (host_aggregates(client, kept), host_aggregates(client, released)) == \
+        ({aggregate}, {FREEPOOL_AGGREGATE_UUID})
 
 
 def test_a_refused_update_of_one_reservation_leaves_the_others_alone(client: FlaskClient) -> None:
