@@ -5,6 +5,8 @@ else SQLite in a temporary data directory."""
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 import os
 import shutil
 import socket
@@ -82,3 +84,37 @@ def live_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def _request_json(base: str, method: str, path: str, body=None, version: str | None = None):  # type: ignore[no-untyped-def]
+    headers = {"X-Auth-Token": "admin", "Content-Type": "application/json"}
+    if version:
+        headers["OpenStack-API-Version"] = f"placement {version}"
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + path, data=data, method=method, headers=headers)
+    with urllib.request.urlopen(request, timeout=10) as response:
+        raw = response.read()
+        return json.loads(raw) if raw else None
+
+
+@pytest.fixture(scope="module")
+def server_json(live_server):  # type: ignore[no-untyped-def]
+    """`server_json(method, path, body=None, version=None)`: one JSON request to the live server as admin."""
+    return functools.partial(_request_json, live_server)
+
+
+@pytest.fixture(scope="module")
+def blazar(live_server, console_script):  # type: ignore[no-untyped-def]
+    """Run the real Blazar client (noauth) against the live server; parse its JSON output."""
+    def run(*args: str, parse: bool = True):  # type: ignore[no-untyped-def]
+        command = [console_script("blazar"), "--os-auth-type", "none", "--os-endpoint", f"{live_server}/v1", *args]
+        if parse:
+            command += ["-f", "json"]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert result.returncode == 0, f"blazar {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+        if not (parse and result.stdout.strip()):
+            return result.stdout
+        # Create commands print a sentence ("Created a new host:") before the document.
+        text = result.stdout
+        return json.loads(text[min(i for i in (text.find("{"), text.find("[")) if i >= 0):])
+    return run

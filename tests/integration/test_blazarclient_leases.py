@@ -5,9 +5,6 @@ checked on the server."""
 from __future__ import annotations
 
 import datetime as dt
-import json
-import subprocess
-import urllib.request
 
 import pytest
 
@@ -16,43 +13,19 @@ pytestmark = pytest.mark.integration
 SERVER_DATE = "%Y-%m-%dT%H:%M:%S.%f"
 
 
-def _http(live_server: str, method: str, path: str, body=None, version: str | None = None):  # type: ignore[no-untyped-def]
-    headers = {"X-Auth-Token": "admin", "Content-Type": "application/json"}
-    if version:
-        headers["OpenStack-API-Version"] = f"placement {version}"
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(live_server + path, data=data, method=method, headers=headers)
-    with urllib.request.urlopen(request, timeout=10) as response:
-        raw = response.read()
-        return json.loads(raw) if raw else None
 
 
 @pytest.fixture(scope="module")
-def blazar(live_server, console_script):  # type: ignore[no-untyped-def]
-    def run(*args: str, parse: bool = True):  # type: ignore[no-untyped-def]
-        command = [console_script("blazar"), "--os-auth-type", "none", "--os-endpoint", f"{live_server}/v1", *args]
-        if parse:
-            command += ["-f", "json"]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-        assert result.returncode == 0, f"blazar {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
-        if not (parse and result.stdout.strip()):
-            return result.stdout
-        text = result.stdout
-        return json.loads(text[min(i for i in (text.find("{"), text.find("[")) if i >= 0):])
-    return run
-
-
-@pytest.fixture(scope="module")
-def cluster(live_server, blazar):  # type: ignore[no-untyped-def]
+def cluster(server_json, blazar):  # type: ignore[no-untyped-def]
     """Two hosts known to Placement and registered for reservations, and a flavor."""
     for name in ("compute-a", "compute-b"):
-        provider = _http(live_server, "POST", "/placement/resource_providers", {"name": name}, version="1.39")
-        _http(live_server, "PUT", f"/placement/resource_providers/{provider['uuid']}/inventories", {
+        provider = server_json("POST", "/placement/resource_providers", {"name": name}, version="1.39")
+        server_json("PUT", f"/placement/resource_providers/{provider['uuid']}/inventories", {
             "resource_provider_generation": 0,
             "inventories": {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 16384}, "DISK_GB": {"total": 200}}},
             version="1.39")
         blazar("host-create", name)
-    flavor = _http(live_server, "POST", "/v1/flavors",
+    flavor = server_json("POST", "/v1/flavors",
                    {"flavor": {"name": "m1.small", "vcpus": 1, "ram": 2048, "disk": 20}})["flavor"]
     return flavor["id"]
 
@@ -62,15 +35,15 @@ def _window(days_ahead: int) -> tuple[str, str]:
     return start.strftime("%Y-%m-%d %H:%M"), (start + dt.timedelta(days=1)).strftime("%Y-%m-%d %H:%M")
 
 
-def _server_lease(live_server: str, lease_id: str) -> dict:
-    return _http(live_server, "GET", f"/v1/leases/{lease_id}")["lease"]
+def _server_lease(server_json, lease_id: str) -> dict:  # type: ignore[no-untyped-def]
+    return server_json("GET", f"/v1/leases/{lease_id}")["lease"]
 
 
 def _date(text: str) -> dt.datetime:
     return dt.datetime.strptime(text, SERVER_DATE)
 
 
-def test_three_reservation_types_list_show_and_delete(blazar, live_server, cluster):
+def test_three_reservation_types_list_show_and_delete(blazar, server_json, cluster):
     start, end = _window(2)
     physical = blazar("lease-create", "--start-date", start, "--end-date", end, "--physical-reservation",
                       "min=1,max=1,hypervisor_properties=,resource_properties=", "lease-physical")
@@ -80,7 +53,7 @@ def test_three_reservation_types_list_show_and_delete(blazar, live_server, clust
     flavored = blazar("lease-create", "--start-date", start, "--end-date", end, "--reservation",
                       f"resource_type=flavor:instance,flavor_id={cluster},amount=2,affinity=None", "lease-flavor")
     for created, kind in ((physical, "physical:host"), (instances, "virtual:instance"), (flavored, "flavor:instance")):
-        on_server = _server_lease(live_server, created["id"])
+        on_server = _server_lease(server_json, created["id"])
         assert on_server["status"] == "PENDING"
         assert [r["resource_type"] for r in on_server["reservations"]] == [kind]
     assert {lease["name"] for lease in blazar("lease-list")} == {"lease-physical", "lease-instances", "lease-flavor"}
@@ -92,24 +65,24 @@ def test_three_reservation_types_list_show_and_delete(blazar, live_server, clust
     assert blazar("lease-list") == []
 
 
-def test_update_with_the_clients_date_arithmetic(blazar, live_server, cluster):
+def test_update_with_the_clients_date_arithmetic(blazar, server_json, cluster):
     start, end = _window(5)
     lease = blazar("lease-create", "--start-date", start, "--end-date", end, "--physical-reservation",
                    "min=1,max=1,hypervisor_properties=,resource_properties=", "lease-to-update")
-    before = _server_lease(live_server, lease["id"])
+    before = _server_lease(server_json, lease["id"])
 
     blazar("lease-update", "--prolong-for", "1d", lease["id"], parse=False)
-    prolonged = _server_lease(live_server, lease["id"])
+    prolonged = _server_lease(server_json, lease["id"])
     assert _date(prolonged["end_date"]) - _date(before["end_date"]) == dt.timedelta(days=1)
 
     blazar("lease-update", "--reduce-by", "12h", lease["id"], parse=False)
-    reduced = _server_lease(live_server, lease["id"])
+    reduced = _server_lease(server_json, lease["id"])
     assert _date(prolonged["end_date"]) - _date(reduced["end_date"]) == dt.timedelta(hours=12)
 
     blazar("lease-update", "--defer-by", "1h", lease["id"], parse=False)
-    deferred = _server_lease(live_server, lease["id"])
+    deferred = _server_lease(server_json, lease["id"])
     assert _date(deferred["start_date"]) - _date(before["start_date"]) == dt.timedelta(hours=1)
 
     blazar("lease-update", "--name", "lease-renamed", lease["id"], parse=False)
-    assert _server_lease(live_server, lease["id"])["name"] == "lease-renamed"
+    assert _server_lease(server_json, lease["id"])["name"] == "lease-renamed"
     blazar("lease-delete", lease["id"], parse=False)
