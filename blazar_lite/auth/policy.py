@@ -31,6 +31,7 @@ DEFAULT_RULES: dict[str, str] = {
     "hosts:put": "rule:admin",
     "hosts:delete": "rule:admin",
     "hosts:get_allocations": "rule:admin",
+    "hosts:get_aggregates": "rule:admin",
     "hosts:get_resource_properties": "rule:admin",
     "hosts:update_resource_properties": "rule:admin",
     # Anyone may read the flavors they can see (public ones, and private ones shared with their

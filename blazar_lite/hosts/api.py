@@ -17,7 +17,7 @@ from marshmallow import INCLUDE, Schema, fields, validate
 
 from blazar_lite import web
 from blazar_lite.exceptions import BadRequest, NotFound
-from blazar_lite.hosts import properties, service
+from blazar_lite.hosts import aggregates, properties, service
 from blazar_lite.hosts.reservations import HostReservation
 from blazar_lite.json_fields import Bool, Int
 
@@ -137,6 +137,20 @@ class PropertyUpdate(Schema):
 
 class PropertyEnvelope(Schema):
     resource_property = fields.Nested(PropertySchema)
+
+
+class AggregateSchema(Schema):
+    id = fields.String(metadata={"description": "The Placement aggregate uuid."})
+    name = fields.String(metadata={"description": "freepool, or reservation:<reservation id>."})
+    project_id = fields.String(allow_none=True, metadata={"description": "The owner; null for the freepool."})
+    reservation_id = fields.String(allow_none=True)
+    lease_id = fields.String(allow_none=True)
+    hosts = fields.List(fields.String(), metadata={"description": "Ids of the hosts in the aggregate."})
+    created_at = fields.String(allow_none=True)
+
+
+class AggregatesEnvelope(Schema):
+    aggregates = fields.List(fields.Nested(AggregateSchema))
 
 
 def _timestamp(value: dt.datetime | None) -> str | None:
@@ -287,6 +301,21 @@ def show_allocation(host_id: str):  # type: ignore[no-untyped-def]
         [(found_id, reservations)] = service.host_allocations(
             session, _host_id(host_id), lease_id=args.get("lease_id"), reservation_id=args.get("reservation_id"))
         return {"allocation": _allocation_body(found_id, reservations)}
+
+
+@blp.route("/os-hosts/aggregates", methods=["GET"])
+@blp.alt_response(200, schema=AggregatesEnvelope, description="The freepool and the owned reservation aggregates.")
+def list_aggregates():  # type: ignore[no-untyped-def]
+    """The freepool and the aggregate of every active physical:host reservation with the project
+    that owns it and the hosts in it (`project_id=` for one project's)."""
+    web.enforce("hosts:get_aggregates")
+    args = _query({"project_id"})
+    with web.runtime().db.read() as session:
+        found = aggregates.list_aggregates(session, project_id=args.get("project_id"))
+    return {"aggregates": [{"id": view.uuid, "name": view.name, "project_id": view.project_id,
+                            "reservation_id": view.reservation_id, "lease_id": view.lease_id,
+                            "hosts": [str(host_id) for host_id in view.hosts],
+                            "created_at": _timestamp(view.created_at)} for view in found]}
 
 
 @blp.route("/os-hosts/properties", methods=["GET"])

@@ -69,3 +69,18 @@ class HostProperty(Base):
     private: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, onupdate=utcnow)
+
+
+class HostAggregate(Base):
+    """The owner of a reservation's Placement aggregate: while a physical:host reservation is
+    active its hosts are in this aggregate, and the lease's project owns it (what Nova keeps as
+    the `blazar:owner` metadata of a host aggregate). Schedulers read it to keep other projects'
+    work off those hosts. Which hosts are members is Placement's to say, not this table's."""
+
+    __tablename__ = "host_aggregates"
+    uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    project_id: Mapped[str] = mapped_column(String(255), index=True)
+    reservation_id: Mapped[str] = mapped_column(String(36), unique=True)
+    lease_id: Mapped[str] = mapped_column(String(36), index=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from blazar_lite.exceptions import Conflict, NotFound, ServiceError
 from blazar_lite.flavors import service as flavors
+from blazar_lite.hosts.aggregates import disown_aggregate, own_aggregate
 from blazar_lite.hosts.models import Host
 from blazar_lite.hosts.service import FREEPOOL_AGGREGATE_UUID
 from blazar_lite.leases.models import (
@@ -137,7 +138,7 @@ def start_lease(session: Session, lease_id: str, placement: PlacementBackend | N
     lock_hosts(session, lease.id)
     for reservation in _reservations(session, lease.id):
         if reservation.resource_type == PHYSICAL_HOST:
-            _hosts_into_reservation(session, placement, reservation)
+            _hosts_into_reservation(session, placement, reservation, lease)
         else:
             _inventory_for_reservation(session, placement, reservation, lease.project_id)
         reservation.status = RESERVATION_ACTIVE
@@ -147,8 +148,10 @@ def start_lease(session: Session, lease_id: str, placement: PlacementBackend | N
     return True
 
 
-def _hosts_into_reservation(session: Session, placement: PlacementBackend, reservation: Reservation) -> None:
+def _hosts_into_reservation(session: Session, placement: PlacementBackend, reservation: Reservation,
+                            lease: Lease) -> None:
     aggregate = reservation_aggregate_uuid(reservation.id)
+    own_aggregate(session, aggregate, reservation_id=reservation.id, lease_id=lease.id, project_id=lease.project_id)
     for host, _slots in _booked_hosts(session, reservation.id):
         current = placement.aggregates(host.resource_provider_uuid)
         wanted = [a for a in current if a != FREEPOOL_AGGREGATE_UUID]
@@ -259,6 +262,7 @@ def _hosts_out_of_reservation(session: Session, placement: PlacementBackend, res
             wanted.append(FREEPOOL_AGGREGATE_UUID)
         if sorted(wanted) != sorted(current):
             placement.set_aggregates(host.resource_provider_uuid, wanted)
+    disown_aggregate(session, aggregate)
 
 
 def _other_reservation_aggregates(session: Session, host_id: int, reservation_id: str) -> set[str]:

@@ -491,8 +491,10 @@ def delete_lease(session: Session, lease_id: str, placement: PlacementBackend | 
 
 def _reservation_fields(row: Reservation) -> dict[str, Any]:
     if row.resource_type == PHYSICAL_HOST:
+        # The aggregate its hosts join while the lease is active (owned by the lease's project).
         return {"min": row.min, "max": row.max, "hypervisor_properties": row.hypervisor_properties or "",
-                "resource_properties": row.resource_properties or "", "before_end": row.before_end or ""}
+                "resource_properties": row.resource_properties or "", "before_end": row.before_end or "",
+                "aggregate_id": lifecycle.reservation_aggregate_uuid(row.id)}
     return {"vcpus": row.vcpus, "memory_mb": row.memory_mb, "disk_gb": row.disk_gb, "amount": row.amount,
             "affinity": row.affinity, "resource_properties": row.resource_properties or "",
             # The flavor to boot with: the reservation's own; flavor:instance also names the one it copied.

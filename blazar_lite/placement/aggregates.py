@@ -16,7 +16,7 @@ from blazar_lite.placement.common import (
     provider_links,
     replace_provider_links,
 )
-from blazar_lite.placement.models import Aggregate, provider_aggregates
+from blazar_lite.placement.models import Aggregate, ResourceProvider, provider_aggregates
 
 
 def _provider_aggregate_uuids(session: Session, provider_id: int) -> list[str]:
@@ -61,3 +61,18 @@ def set_provider_aggregates(session: Session, provider_uuid: str, aggregate_uuid
         if wanted_uuids else set()
     replace_provider_links(session, provider.id, provider_aggregates.c.aggregate_id, wanted)
     return provider.generation, _provider_aggregate_uuids(session, provider.id)
+
+
+def aggregate_members(session: Session, aggregate_uuids: Iterable[str]) -> dict[str, list[str]]:
+    """The uuids of the providers in each aggregate, sorted; one statement whatever the number."""
+    members: dict[str, list[str]] = {uuid: [] for uuid in aggregate_uuids}
+    if members:
+        links = provider_aggregates
+        rows = session.execute(select(Aggregate.uuid, ResourceProvider.uuid)
+                               .join(links, links.c.aggregate_id == Aggregate.id)
+                               .join(ResourceProvider, ResourceProvider.id == links.c.resource_provider_id)
+                               .where(Aggregate.uuid.in_(list(members)))
+                               .order_by(ResourceProvider.uuid)).all()
+        for aggregate_uuid, provider_uuid in rows:
+            members[aggregate_uuid].append(provider_uuid)
+    return members

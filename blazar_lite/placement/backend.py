@@ -56,6 +56,10 @@ class PlacementBackend(Protocol):
 
     def aggregates(self, provider_uuid: str) -> list[str]: ...
 
+    def aggregate_members(self, aggregate_uuids: list[str]) -> dict[str, list[str]]:
+        """The uuids of the providers in each of these aggregates (an empty list for one without)."""
+        ...
+
     def allocate(self, consumer_uuid: str, allocation: Mapping[str, Resources], project_id: str,
                  user_id: str, consumer_type: str | None = None) -> None:
         """Make `allocation` ({provider uuid: {class: amount}}) the consumer's whole holding;
@@ -114,6 +118,9 @@ class EmbeddedPlacement:
 
     def aggregates(self, provider_uuid: str) -> list[str]:
         return aggregates.get_provider_aggregates(self.session, provider_uuid)[1]
+
+    def aggregate_members(self, aggregate_uuids: list[str]) -> dict[str, list[str]]:
+        return aggregates.aggregate_members(self.session, aggregate_uuids)
 
     def allocate(self, consumer_uuid: str, allocation: Mapping[str, Resources], project_id: str,
                  user_id: str, consumer_type: str | None = None) -> None:

@@ -663,6 +663,20 @@ def test_a_property_update_needs_exactly_a_private_boolean(client: FlaskClient, 
     blazar_error(client.patch("/v1/os-hosts/properties/gpu", json=body), 400)
 
 
+# Aggregates: the freepool, and reservation aggregates with their owners (see the scheduler tests).
+
+def test_registered_hosts_are_listed_in_the_freepool_aggregate(client: FlaskClient) -> None:
+    first, second = register(client, "compute-1"), register(client, "compute-2")
+    [freepool] = client.get("/v1/os-hosts/aggregates").get_json()["aggregates"]
+    assert (freepool["id"], freepool["name"], freepool["project_id"]) == (FREEPOOL_AGGREGATE_UUID, "freepool", None)
+    assert sorted(freepool["hosts"]) == sorted([first["id"], second["id"]])
+
+
+@pytest.mark.parametrize("query", ["?owner=p1", "?project_id=p1&project_id=p2"])
+def test_aggregates_refuse_bad_query_parameters(client: FlaskClient, query: str) -> None:
+    blazar_error(client.get(f"/v1/os-hosts/aggregates{query}"), 400)
+
+
 # Authorization: everything under os-hosts is for admins.
 
 ADMIN_ONLY = [
@@ -671,7 +685,7 @@ ADMIN_ONLY = [
     ("GET", "/v1/os-hosts/{id}", None), ("PUT", "/v1/os-hosts/{id}", {"gpu": "x"}),
     ("DELETE", "/v1/os-hosts/{id}", None), ("GET", "/v1/os-hosts/allocations", None),
     ("GET", "/v1/os-hosts/{id}/allocation", None), ("GET", "/v1/os-hosts/properties", None),
-    ("PATCH", "/v1/os-hosts/properties/gpu", {"private": True}),
+    ("PATCH", "/v1/os-hosts/properties/gpu", {"private": True}), ("GET", "/v1/os-hosts/aggregates", None),
 ]
 
 

@@ -51,7 +51,11 @@ def test_deleting_an_active_lease_gives_back_its_inventory_class_flavor_and_host
     [slot_host] = [h for h in hosts if resource_class in inventories(placement, h["reservation_provider_uuid"])]
     [whole_host] = [h for h in hosts if aggregates(placement, h["resource_provider_uuid"]) == {aggregate}]
 
+    assert [a["id"] for a in client.get("/v1/os-hosts/aggregates").get_json()["aggregates"]] == [
+        FREEPOOL_AGGREGATE_UUID, aggregate]
     assert client.delete(f"/v1/leases/{created['id']}").status_code == 204
+    assert [a["id"] for a in client.get("/v1/os-hosts/aggregates").get_json()["aggregates"]] == [
+        FREEPOOL_AGGREGATE_UUID]
 
     assert resource_class not in inventories(placement, slot_host["reservation_provider_uuid"])
     assert placement.get(f"/resource_classes/{resource_class}").status_code == 404

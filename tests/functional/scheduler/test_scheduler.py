@@ -161,10 +161,25 @@ def test_a_physical_lease_moves_its_hosts_out_of_the_freepool_and_back(
     memberships = [aggregates(placement, host["resource_provider_uuid"]) for host in hosts]
     assert [m for m in memberships if aggregate in m] == [{aggregate}, {aggregate}]
     assert [m for m in memberships if aggregate not in m] == [{FREEPOOL_AGGREGATE_UUID}]
+    assert reservation["aggregate_id"] == aggregate
+    # The aggregate is the lease's project's, and names exactly the hosts that joined it.
+    held = sorted(host["id"] for host, m in zip(hosts, memberships, strict=True) if aggregate in m)
+    listed = {a["id"]: a for a in client.get("/v1/os-hosts/aggregates").get_json()["aggregates"]}
+    assert listed[aggregate]["project_id"] == created["project_id"]
+    assert listed[aggregate]["reservation_id"] == reservation["id"]
+    assert listed[aggregate]["lease_id"] == created["id"]
+    assert sorted(listed[aggregate]["hosts"]) == held
+    assert listed[FREEPOOL_AGGREGATE_UUID]["project_id"] is None
+    assert len(listed[FREEPOOL_AGGREGATE_UUID]["hosts"]) == 1
+    own = client.get(f"/v1/os-hosts/aggregates?project_id={created['project_id']}").get_json()["aggregates"]
+    assert [a["id"] for a in own] == [aggregate]
+    assert client.get("/v1/os-hosts/aggregates?project_id=someone-else").get_json()["aggregates"] == []
 
     run_due_events(database, now=window[1] + SECOND)
     assert lease(client, created["id"])["status"] == "TERMINATED"
     assert all(aggregates(placement, host["resource_provider_uuid"]) == {FREEPOOL_AGGREGATE_UUID} for host in hosts)
+    listed = client.get("/v1/os-hosts/aggregates").get_json()["aggregates"]
+    assert [(a["id"], len(a["hosts"])) for a in listed] == [(FREEPOOL_AGGREGATE_UUID, 3)]
 
 
 def test_starting_and_ending_again_changes_nothing(
