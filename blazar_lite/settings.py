@@ -93,6 +93,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("scheduler", "minutes_before_end_lease", int, 60,
            "Minutes before a lease's end at which its before_end_lease event fires, for leases created "
            "without a before_end_date.", minimum=0),
+    Option("leases", "cleaning_time", int, 0,
+           "Minutes a host stays idle after each booking ends before another may begin (to wipe or "
+           "re-image it); 0 lets leases follow each other back to back.", minimum=0),
 )
 
 _BY_ATTR = {o.attr: o for o in OPTIONS}
@@ -117,6 +120,7 @@ class Settings:
     scheduler_claim_timeout: int = 300
     scheduler_max_attempts: int = 5
     scheduler_minutes_before_end_lease: int = 60
+    leases_cleaning_time: int = 0
     # Passed as-is to keystonemiddleware's auth_token when auth_strategy is keystone.
     keystone_authtoken: Mapping[str, str] = field(default_factory=dict)
     config_file: str | None = None

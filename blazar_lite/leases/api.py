@@ -7,6 +7,7 @@ exist, unless the caller may act on it.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from flask import request
@@ -174,9 +175,12 @@ def _query(allowed: set[str]) -> dict[str, str]:
     return {key: request.args[key] for key in request.args}
 
 
-def _minutes_before_end() -> int:
-    """How long before a lease's end its before_end_lease event fires, unless the lease says when."""
-    return web.runtime().settings.scheduler_minutes_before_end_lease
+def _rules() -> service.LeaseRules:
+    """The operator's lease settings: when before_end_lease fires unless the lease says, and the
+    idle gap between two bookings of a host."""
+    settings = web.runtime().settings
+    return service.LeaseRules(minutes_before_end=settings.scheduler_minutes_before_end_lease,
+                              cleaning_time=dt.timedelta(minutes=settings.leases_cleaning_time))
 
 
 def _authorize(session: Any, lease_id: str, rule: str) -> None:
@@ -216,7 +220,7 @@ def create_lease():  # type: ignore[no-untyped-def]
     web.enforce("leases:post", {"project_id": context.project_id})
     data = web.json_body(LeaseCreate())
     with web.runtime().db.transaction() as session:
-        view = service.create_lease(session, context, data, minutes_before_end=_minutes_before_end())
+        view = service.create_lease(session, context, data, rules=_rules())
     return {"lease": lease_body(view)}, 201
 
 
@@ -239,7 +243,7 @@ def update_lease(lease_id: str):  # type: ignore[no-untyped-def]
     data = web.json_body(LeaseUpdate())
     with web.runtime().db.transaction() as session:
         _authorize(session, lease_id, "leases:put")
-        view = update.update_lease(session, lease_id, data, minutes_before_end=_minutes_before_end())
+        view = update.update_lease(session, lease_id, data, rules=_rules())
     return {"lease": lease_body(view)}
 
 

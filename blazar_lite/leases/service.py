@@ -54,6 +54,18 @@ from blazar_lite.placement.backend import EmbeddedPlacement, PlacementBackend
 MAX_INT = 2147483647
 DEFAULT_MINUTES_BEFORE_END = 60
 RESOURCE_CLASS_PREFIX = "CUSTOM_RESERVATION_"
+
+
+@dataclass(frozen=True)
+class LeaseRules:
+    """The operator's settings every lease decision follows: when before_end_lease fires for a
+    lease that does not say, and the idle gap a host keeps between two bookings."""
+
+    minutes_before_end: int = DEFAULT_MINUTES_BEFORE_END
+    cleaning_time: dt.timedelta = availability.NO_CLEANING
+
+
+DEFAULT_RULES = LeaseRules()
 BEFORE_END_ACTIONS = ("", "default", "snapshot")
 # States in which a lease may be deleted; the others are a scheduler's event at work.
 DELETABLE = (PENDING, ACTIVE, TERMINATED, LEASE_ERROR)
@@ -255,14 +267,15 @@ def _booking_amounts(resource_type: str, slots: int, sizes: Mapping[str, Any]) -
     return {name: slots * (sizes[name] or 0) for name in ("vcpus", "memory_mb", "disk_gb")}
 
 
-def _snapshot(session: Session, window: availability.Window,
-              exclude_lease_id: str | None = None) -> dict[int, availability.Host]:
+def _snapshot(session: Session, window: availability.Window, exclude_lease_id: str | None = None,
+              cleaning_time: dt.timedelta = availability.NO_CLEANING) -> dict[int, availability.Host]:
     """The reservable hosts that are up, with their capacity, attributes and the bookings of
     other leases overlapping `window` (all but `exclude_lease_id`'s, which an update re-decides).
     Locks the host rows (PostgreSQL) so that no other writer books them before this transaction
     ends; with `exclude_lease_id`, the rows of the hosts that lease books too, even those no longer
     reservable or up, in the same id-ordered statement, because an update of an active lease
-    changes their providers."""
+    changes their providers. With `cleaning_time`, bookings that end less than that before the
+    window or start less than that after it count too."""
     offered = and_(Host.reservable.is_(True), Host.status == "up")
     locked = offered
     if exclude_lease_id is not None:
@@ -285,7 +298,8 @@ def _snapshot(session: Session, window: availability.Window,
                        Reservation.vcpus, Reservation.memory_mb, Reservation.disk_gb, Lease.start_date, Lease.end_date)
                 .join(Reservation, Reservation.id == ReservationBooking.reservation_id)
                 .join(Lease, Lease.id == Reservation.lease_id)
-                .where(Lease.start_date < window.end, Lease.end_date > window.start, Lease.status != TERMINATED))
+                .where(Lease.start_date < window.end + cleaning_time, Lease.end_date > window.start - cleaning_time,
+                       Lease.status != TERMINATED))
         if exclude_lease_id is not None:
             stmt = stmt.where(Lease.id != exclude_lease_id)
         for row in session.execute(stmt).mappings():
@@ -310,18 +324,19 @@ def _shortage(request: _Request, shortage: availability.Shortage) -> NotEnoughRe
         "Ask for less, loosen the filters, or choose another window.")
 
 
-def _choose(request: _Request, hosts: dict[int, availability.Host],
-            window: availability.Window) -> dict[int, int]:
+def _choose(request: _Request, hosts: dict[int, availability.Host], window: availability.Window,
+            cleaning_time: dt.timedelta) -> dict[int, int]:
     """{host id: slots} for one reservation (slots 1 for a whole host), or NotEnoughResources."""
     row = request.row
     if row.resource_type == PHYSICAL_HOST:
         chosen = availability.choose_hosts_for_physical(hosts.values(), row.min or 1, row.max or 1, window,
-                                                        request.predicate)
+                                                        request.predicate, cleaning_time=cleaning_time)
         if isinstance(chosen, availability.Shortage):
             raise _shortage(request, chosen)
         return {int(host_id): 1 for host_id in chosen}
     placement = availability.choose_slots_for_instances(hosts.values(), row.amount or 1, request.slot,
-                                                        row.affinity, window, request.predicate)
+                                                        row.affinity, window, request.predicate,
+                                                        cleaning_time=cleaning_time)
     if isinstance(placement, availability.Shortage):
         raise _shortage(request, placement)
     return {int(host_id): slots for host_id, slots in placement.items()}
@@ -361,7 +376,7 @@ def _remove_reservation_flavor(session: Session, placement: PlacementBackend, ro
 
 def create_lease(session: Session, context: RequestContext, body: Mapping[str, Any], *,
                  now: dt.datetime | None = None, placement: PlacementBackend | None = None,
-                 minutes_before_end: int = DEFAULT_MINUTES_BEFORE_END) -> LeaseView:
+                 rules: LeaseRules = DEFAULT_RULES) -> LeaseView:
     """Create a PENDING lease for the caller's project with its reservations booked, or raise:
     BadRequest for a mistake in `body` (Blazar's messages), NotEnoughResources when capacity is
     short over the window, Conflict when the project has a lease of that name."""
@@ -378,10 +393,10 @@ def create_lease(session: Session, context: RequestContext, body: Mapping[str, A
     lease = Lease(id=str(uuidlib.uuid4()), name=name, user_id=context.user_id, project_id=context.project_id,
                   start_date=start, end_date=end, before_end_date=before_end, status=PENDING, degraded=False)
     window = availability.Window(start, end)
-    hosts = _snapshot(session, window) if requests else {}
+    hosts = _snapshot(session, window, cleaning_time=rules.cleaning_time) if requests else {}
     decisions = []
     for request in requests:
-        chosen = _choose(request, hosts, window)
+        chosen = _choose(request, hosts, window, rules.cleaning_time)
         for host_id, slots in chosen.items():
             _book(hosts, host_id, availability.Booking(
                 start, end, _booking_amounts(request.row.resource_type, slots, request.slot),
@@ -400,7 +415,7 @@ def create_lease(session: Session, context: RequestContext, body: Mapping[str, A
                             for host_id, slots in sorted(chosen.items()))
             if row.resource_type != PHYSICAL_HOST:
                 _create_reservation_flavor(session, placement, row, context.project_id)
-        for event_type, moment in _event_times(start, end, before_end, minutes_before_end):
+        for event_type, moment in _event_times(start, end, before_end, rules.minutes_before_end):
             session.add(Event(id=str(uuidlib.uuid4()), lease_id=lease.id, event_type=event_type, time=moment,
                               status=UNDONE, attempts=0))
         session.flush()

@@ -57,7 +57,8 @@ from blazar_lite.leases.models import (
 )
 from blazar_lite.leases.properties import parse_filter
 from blazar_lite.leases.service import (
-    DEFAULT_MINUTES_BEFORE_END,
+    DEFAULT_RULES,
+    LeaseRules,
     LeaseView,
     _affinity,
     _book,
@@ -176,17 +177,19 @@ def _shortage(decision: _Decision, shortage: availability.Shortage) -> NotEnough
         "The lease is unchanged; ask for less, loosen the filters, or choose other dates.")
 
 
-def _choose(decision: _Decision, hosts: dict[int, availability.Host], window: availability.Window) -> dict[int, int]:
+def _choose(decision: _Decision, hosts: dict[int, availability.Host], window: availability.Window,
+            cleaning_time: dt.timedelta) -> dict[int, int]:
     request, row = decision.request, decision.request.row
     if row.resource_type == PHYSICAL_HOST:
         chosen = availability.choose_hosts_for_physical(hosts.values(), row.min or 1, row.max or 1, window,
-                                                        request.predicate, held=decision.held.keys())
+                                                        request.predicate, held=decision.held.keys(),
+                                                        cleaning_time=cleaning_time)
         if isinstance(chosen, availability.Shortage):
             raise _shortage(decision, chosen)
         return {int(host_id): 1 for host_id in chosen}
     placement = availability.choose_slots_for_instances(hosts.values(), row.amount or 1, request.slot,
                                                         row.affinity, window, request.predicate,
-                                                        held=decision.held)
+                                                        held=decision.held, cleaning_time=cleaning_time)
     if isinstance(placement, availability.Shortage):
         raise _shortage(decision, placement)
     return {int(host_id): slots for host_id, slots in placement.items()}
@@ -199,12 +202,13 @@ def _stays_put(held: Mapping[int, int], chosen: Mapping[int, int]) -> bool:
     return grows or shrinks
 
 
-def _decide(session: Session, lease: Lease, decisions: list[_Decision], window: availability.Window) -> None:
+def _decide(session: Session, lease: Lease, decisions: list[_Decision], window: availability.Window,
+            cleaning_time: dt.timedelta) -> None:
     """Choose hosts for every reservation over `window`, or raise with what is short."""
-    hosts = _snapshot(session, window, exclude_lease_id=lease.id)
+    hosts = _snapshot(session, window, exclude_lease_id=lease.id, cleaning_time=cleaning_time)
     # Unchanged reservations first: they take back what they hold before a grown one looks around.
     for decision in sorted(decisions, key=lambda d: d.changed):
-        chosen = _choose(decision, hosts, window)
+        chosen = _choose(decision, hosts, window, cleaning_time)
         if lease.status == ACTIVE and not _stays_put(decision.held, chosen):
             lost = [host_id for host_id, slots in decision.held.items() if chosen.get(host_id, 0) < slots]
             row = decision.request.row
@@ -302,7 +306,7 @@ def _before_end(body: Mapping[str, Any], lease: Lease, start: dt.datetime, end: 
 
 def update_lease(session: Session, lease_id: str, body: Mapping[str, Any], *, now: dt.datetime | None = None,
                  placement: PlacementBackend | None = None,
-                 minutes_before_end: int = DEFAULT_MINUTES_BEFORE_END) -> LeaseView:
+                 rules: LeaseRules = DEFAULT_RULES) -> LeaseView:
     """Apply a Blazar lease update (any of name, start_date, end_date, before_end_date and
     reservations [{"id", <fields to change>}]) and return the lease, or raise leaving it as it was:
     BadRequest for a mistake or a change its state forbids (a started lease keeps its start, a
@@ -349,7 +353,7 @@ def update_lease(session: Session, lease_id: str, body: Mapping[str, Any], *, no
         index, changes = specs.get(row.id, (position, {}))
         decisions.append(_Decision(_request(row, index, changes), row, row.id in specs, held[row.id]))
     if window_moved or any(decision.changed for decision in decisions):
-        _decide(session, lease, decisions, availability.Window(start, end))
+        _decide(session, lease, decisions, availability.Window(start, end), rules.cleaning_time)
 
     if window_moved or before_end != lease.before_end_date:
         lease.start_date, lease.end_date, lease.before_end_date = start, end, before_end
@@ -357,7 +361,7 @@ def update_lease(session: Session, lease_id: str, body: Mapping[str, Any], *, no
     for decision in decisions:
         changed = _write(session, placement, lease, decision) or changed
     if not terminated:
-        changed = _move_events(session, lease, events, minutes_before_end) or changed
+        changed = _move_events(session, lease, events, rules.minutes_before_end) or changed
     if changed:
         lease.updated_at = utcnow()
     try:
