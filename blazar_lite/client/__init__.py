@@ -3,6 +3,8 @@
     client = Client(Credentials(endpoint="http://127.0.0.1:1234/v1"))
     client.hosts.create("compute-1", vcpus=16, memory_mb=65536, local_gb=500, gpu="a100")
     client.flavors.list()
+    client.leases.create("lease-1", "now", "2030-01-02 00:00",
+                         [{"resource_type": "physical:host", "min": 1, "max": 1}])
 
 Every failed request raises ClientError, whose `message` is the service's own.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 from blazar_lite.client.flavors import FlavorsClient
 from blazar_lite.client.hosts import HostsClient
 from blazar_lite.client.http import ClientError, Credentials, V1Client, make_session
+from blazar_lite.client.leases import LeasesClient
 
 
 class Client:
@@ -22,6 +25,8 @@ class Client:
         self.api = V1Client(session, endpoint_filter)
         self.hosts = HostsClient(self.api)
         self.flavors = FlavorsClient(self.api)
+        self.leases = LeasesClient(self.api)
 
 
-__all__ = ["Client", "ClientError", "Credentials", "FlavorsClient", "HostsClient", "V1Client", "make_session"]
+__all__ = ["Client", "ClientError", "Credentials", "FlavorsClient", "HostsClient", "LeasesClient", "V1Client",
+           "make_session"]

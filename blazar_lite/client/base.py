@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -25,6 +26,15 @@ def find_by_name(items: Iterable[Mapping[str, Any]], field: str, name: str, kind
         ids = ", ".join(str(item.get("id")) for item in matches)
         raise ClientError(409, f"{len(matches)} {kind}s are named {name} (ids {ids}); give an id instead.")
     return matches[0]
+
+
+def is_uuid(value: str) -> bool:
+    """Whether `value` reads as a uuid: resources named by uuid or by name tell the two apart so."""
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
 
 
 def segment(value: object) -> str:

@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from blazar_lite.client.base import Manager, find_by_name, segment
-
-
-def is_flavor_id(flavor: str) -> bool:
-    try:
-        uuid.UUID(flavor)
-    except ValueError:
-        return False
-    return True
+from blazar_lite.client.base import Manager, find_by_name, is_uuid, segment
 
 
 class FlavorsClient(Manager):
@@ -24,13 +15,13 @@ class FlavorsClient(Manager):
 
     def get(self, flavor: str) -> dict[str, Any]:
         """The flavor with this uuid or name."""
-        if is_flavor_id(flavor):
+        if is_uuid(flavor):
             return self.api.get(f"/flavors/{segment(flavor)}")["flavor"]
         return find_by_name(self.list(), "name", flavor, "flavor")
 
     def id_of(self, flavor: str) -> str:
         """The uuid of the flavor with this uuid or name (a uuid is taken as it is)."""
-        return flavor if is_flavor_id(flavor) else self.get(flavor)["id"]
+        return flavor if is_uuid(flavor) else self.get(flavor)["id"]
 
     def create(self, name: str, *, vcpus: int, ram: int, disk: int = 0, is_public: bool = True,
                extra_specs: Mapping[str, str] | None = None, flavor_id: str | None = None) -> dict[str, Any]:

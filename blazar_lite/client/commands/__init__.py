@@ -7,8 +7,9 @@ import click
 
 from blazar_lite.client.commands.flavors import flavor
 from blazar_lite.client.commands.hosts import host
+from blazar_lite.client.commands.leases import lease
 
-GROUPS = (host, flavor)
+GROUPS = (host, flavor, lease)
 
 
 def add_client_commands(cli: click.Group) -> None:
