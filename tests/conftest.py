@@ -6,8 +6,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -276,3 +277,40 @@ def pg_scratch_url(pg_server_url: str) -> Iterator[str]:
     """The URL of a new, empty PostgreSQL database, dropped after the test."""
     with scratch_database(pg_server_url) as url:
         yield url
+
+
+# Races on PostgreSQL: several writers released at once by a barrier.
+
+RACE_WORKERS = 8
+OK = "ok"
+
+
+def race(write: Callable[[int], None], workers: int = RACE_WORKERS) -> list[object]:
+    """Run write(i) for i in range(workers), all at once; each outcome is OK or the exception raised."""
+    barrier = threading.Barrier(workers)
+    outcomes: list[object] = [None] * workers
+
+    def run(index: int) -> None:
+        barrier.wait()
+        try:
+            write(index)
+            outcomes[index] = OK
+        except Exception as exc:  # noqa: BLE001 - the test inspects whatever was raised
+            outcomes[index] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a writer hung"
+    return outcomes
+
+
+@pytest.fixture
+def pg_database(pg_scratch_url: str) -> Iterator[Database]:
+    """A migrated scratch PostgreSQL database, for the services used directly."""
+    database = Database(pg_scratch_url)
+    upgrade(database.engine)
+    yield database
+    database.dispose()

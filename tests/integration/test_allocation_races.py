@@ -6,31 +6,21 @@ together so that their reads and writes interleave.
 
 from __future__ import annotations
 
-import threading
 import uuid
-from collections.abc import Callable, Iterator
 
 import pytest
 
 from blazar_lite.app import create_app
 from blazar_lite.db import Database
-from blazar_lite.db.migrate import upgrade
 from blazar_lite.exceptions import ConcurrentUpdate, Conflict, NotEnoughResources
 from blazar_lite.placement import allocations, inventories, providers
 from blazar_lite.settings import load_settings
+from tests.conftest import OK, RACE_WORKERS, race
 
 pytestmark = pytest.mark.postgres
 
-WORKERS = 8
-OK = "ok"
+WORKERS = RACE_WORKERS
 
-
-@pytest.fixture
-def pg_database(pg_scratch_url: str) -> Iterator[Database]:
-    database = Database(pg_scratch_url)
-    upgrade(database.engine)
-    yield database
-    database.dispose()
 
 
 def _provider(database: Database, name: str, vcpus: int) -> str:
@@ -38,28 +28,6 @@ def _provider(database: Database, name: str, vcpus: int) -> str:
         view = providers.create_provider(session, name)
         inventories.replace_inventories(session, view.uuid, 0, {"VCPU": {"total": vcpus}})
     return view.uuid
-
-
-def _race(database: Database, write: Callable[[int], None]) -> list[object]:
-    """Run write(i) for each worker at once; each outcome is OK or the exception it raised."""
-    barrier = threading.Barrier(WORKERS)
-    outcomes: list[object] = [None] * WORKERS
-
-    def run(index: int) -> None:
-        barrier.wait()
-        try:
-            write(index)
-            outcomes[index] = OK
-        except Exception as exc:  # noqa: BLE001 - the test inspects whatever was raised
-            outcomes[index] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(WORKERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads), "a writer hung"
-    return outcomes
 
 
 def _used(database: Database, rp: str) -> int:
@@ -78,7 +46,7 @@ def test_concurrent_new_consumers_get_exactly_the_capacity_and_the_rest_409(pg_d
             allocations.replace_consumer_allocations(session, str(uuid.uuid4()), {rp: {"VCPU": amount}},
                                                      "proj", "user", None, "INSTANCE")
 
-    outcomes = _race(pg_database, allocate)
+    outcomes = race(allocate)
     losers = [o for o in outcomes if o != OK]
     assert outcomes.count(OK) == capacity // amount, outcomes
     assert all(isinstance(o, Conflict) for o in losers), losers
@@ -101,7 +69,7 @@ def test_concurrent_http_puts_answer_204_for_the_capacity_and_409_for_the_rest(p
                   "consumer_generation": None, "consumer_type": "INSTANCE"})
         statuses[index] = response.status_code
 
-    assert _race(pg_database, put) == [OK] * WORKERS
+    assert race(put) == [OK] * WORKERS
     assert sorted(statuses) == [204] * 3 + [409] * (WORKERS - 3)
     assert _used(pg_database, rp) == 3
 
@@ -118,7 +86,7 @@ def test_concurrent_posts_of_several_consumers_never_overbook_two_providers(pg_d
                 str(uuid.uuid4()): {"allocations": {rp2: {"VCPU": 2}}, "project_id": "p", "user_id": "u",
                                     "consumer_generation": None}})
 
-    outcomes = _race(pg_database, allocate)
+    outcomes = race(allocate)
     # rp2 fits two pairs (2 x 2 VCPU); rp1 would fit four.
     assert outcomes.count(OK) == 2, outcomes
     assert all(isinstance(o, NotEnoughResources) for o in outcomes if o != OK), outcomes
@@ -134,7 +102,7 @@ def test_concurrent_creations_of_one_consumer_let_exactly_one_win(pg_database):
             allocations.replace_consumer_allocations(session, consumer, {rp: {"VCPU": index + 1}},
                                                      "proj", "user", None, "INSTANCE")
 
-    outcomes = _race(pg_database, allocate)
+    outcomes = race(allocate)
     assert outcomes.count(OK) == 1, outcomes
     assert all(isinstance(o, ConcurrentUpdate) for o in outcomes if o != OK), outcomes
     winner = outcomes.index(OK) + 1
@@ -152,7 +120,7 @@ def test_concurrent_unchecked_rewrites_of_one_consumer_all_apply_in_turn(pg_data
         with pg_database.transaction() as session:
             allocations.replace_consumer_allocations(session, consumer, {rp: {"VCPU": index + 1}}, "proj", "user")
 
-    outcomes = _race(pg_database, allocate)
+    outcomes = race(allocate)
     assert outcomes == [OK] * WORKERS
     with pg_database.read() as session:
         view = allocations.get_consumer_allocations(session, consumer)

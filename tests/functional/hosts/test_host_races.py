@@ -3,49 +3,17 @@ in integrity errors."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-
 import pytest
 
 from blazar_lite.db import Database
-from blazar_lite.db.migrate import upgrade
 from blazar_lite.exceptions import Conflict
 from blazar_lite.hosts import properties, service
+from tests.conftest import OK, RACE_WORKERS, race
 
 pytestmark = pytest.mark.postgres
 
-WORKERS = 8
-OK = "ok"
+WORKERS = RACE_WORKERS
 
-
-@pytest.fixture
-def pg_database(pg_scratch_url: str) -> Iterator[Database]:
-    database = Database(pg_scratch_url)
-    upgrade(database.engine)
-    yield database
-    database.dispose()
-
-
-def race(write: Callable[[int], None]) -> list[object]:
-    """Run write(i) for each worker at once; each outcome is OK or the exception raised."""
-    barrier = threading.Barrier(WORKERS)
-    outcomes: list[object] = [None] * WORKERS
-
-    def run(index: int) -> None:
-        barrier.wait()
-        try:
-            write(index)
-            outcomes[index] = OK
-        except Exception as exc:  # noqa: BLE001 - the test inspects whatever was raised
-            outcomes[index] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(WORKERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    return outcomes
 
 
 def spec(name: str, **capabilities: str) -> service.HostSpec:

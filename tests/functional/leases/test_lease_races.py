@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import threading
-from collections.abc import Callable, Iterator
 
 import pytest
 from sqlalchemy import func, select
@@ -12,46 +10,17 @@ from sqlalchemy.exc import OperationalError
 
 from blazar_lite.auth.context import RequestContext
 from blazar_lite.db import Database
-from blazar_lite.db.migrate import upgrade
 from blazar_lite.exceptions import NotEnoughResources
 from blazar_lite.hosts import service as hosts
 from blazar_lite.hosts.models import Host
 from blazar_lite.leases import lifecycle, service, update
 from blazar_lite.leases.models import ReservationBooking
+from tests.conftest import OK, RACE_WORKERS, race
 
 pytestmark = pytest.mark.postgres
 
-WORKERS = 8
-OK = "ok"
+WORKERS = RACE_WORKERS
 
-
-@pytest.fixture
-def pg_database(pg_scratch_url: str) -> Iterator[Database]:
-    database = Database(pg_scratch_url)
-    upgrade(database.engine)
-    yield database
-    database.dispose()
-
-
-def race(write: Callable[[int], None]) -> list[object]:
-    """Run write(i) for each worker at once; each outcome is OK or the exception raised."""
-    barrier = threading.Barrier(WORKERS)
-    outcomes: list[object] = [None] * WORKERS
-
-    def run(index: int) -> None:
-        barrier.wait()
-        try:
-            write(index)
-            outcomes[index] = OK
-        except Exception as exc:  # noqa: BLE001 - the test inspects whatever was raised
-            outcomes[index] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(WORKERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    return outcomes
 
 
 def test_one_free_host_is_booked_by_exactly_one_of_many_concurrent_leases(pg_database: Database) -> None:
