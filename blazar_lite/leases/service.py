@@ -268,14 +268,16 @@ def _booking_amounts(resource_type: str, slots: int, sizes: Mapping[str, Any]) -
 
 
 def _snapshot(session: Session, window: availability.Window, exclude_lease_id: str | None = None,
-              cleaning_time: dt.timedelta = availability.NO_CLEANING) -> dict[int, availability.Host]:
+              cleaning_time: dt.timedelta = availability.NO_CLEANING,
+              with_attributes: bool = True) -> dict[int, availability.Host]:
     """The reservable hosts that are up, with their capacity, attributes and the bookings of
     other leases overlapping `window` (all but `exclude_lease_id`'s, which an update re-decides).
     Locks the host rows (PostgreSQL) so that no other writer books them before this transaction
     ends; with `exclude_lease_id`, the rows of the hosts that lease books too, even those no longer
     reservable or up, in the same id-ordered statement, because an update of an active lease
     changes their providers. With `cleaning_time`, bookings that end less than that before the
-    window or start less than that after it count too."""
+    window or start less than that after it count too. Without `with_attributes` (no filter
+    will read them) the hosts' fields and extra capabilities are left out."""
     offered = and_(Host.reservable.is_(True), Host.status == "up")
     locked = offered
     if exclude_lease_id is not None:
@@ -283,17 +285,21 @@ def _snapshot(session: Session, window: availability.Window, exclude_lease_id: s
                   .join(Reservation, Reservation.id == ReservationBooking.reservation_id)
                   .where(Reservation.lease_id == exclude_lease_id))
         locked = or_(offered, Host.id.in_(booked))
-    hosts = [host for host in session.scalars(select(Host).where(locked).order_by(Host.id).with_for_update())
-             if host.reservable and host.status == "up"]
+    # Plain rows, not ORM objects: a cluster's worth of hosts is read on every create.
+    columns = [Host.id, Host.reservable, Host.status, *(getattr(Host, name) for name in _HOST_ATTRIBUTES)]
+    hosts = [row for row in session.execute(select(*columns).where(locked).order_by(Host.id).with_for_update())
+             if row.reservable and row.status == "up"]
     ids = [host.id for host in hosts]
-    attributes: dict[int, dict[str, object]] = {
-        host.id: {name: getattr(host, name) for name in _HOST_ATTRIBUTES} for host in hosts}
+    attributes: dict[int, dict[str, object]] = {}
+    if with_attributes:
+        attributes = {host.id: {name: getattr(host, name) for name in _HOST_ATTRIBUTES} for host in hosts}
+        if ids:
+            for host_id, name, value in session.execute(
+                    select(ExtraCapability.host_id, ExtraCapability.name, ExtraCapability.value)
+                    .where(ExtraCapability.host_id.in_(ids))):
+                attributes[host_id].setdefault(name, value)
     bookings: dict[int, list[availability.Booking]] = {host_id: [] for host_id in ids}
     if ids:
-        for host_id, name, value in session.execute(
-                select(ExtraCapability.host_id, ExtraCapability.name, ExtraCapability.value)
-                .where(ExtraCapability.host_id.in_(ids))):
-            attributes[host_id].setdefault(name, value)
         stmt = (select(ReservationBooking.host_id, ReservationBooking.slots, Reservation.id, Reservation.resource_type,
                        Reservation.vcpus, Reservation.memory_mb, Reservation.disk_gb, Lease.start_date, Lease.end_date)
                 .join(Reservation, Reservation.id == ReservationBooking.reservation_id)
@@ -302,14 +308,16 @@ def _snapshot(session: Session, window: availability.Window, exclude_lease_id: s
                        Lease.status != TERMINATED))
         if exclude_lease_id is not None:
             stmt = stmt.where(Lease.id != exclude_lease_id)
-        for row in session.execute(stmt).mappings():
-            if row["host_id"] in bookings:
-                bookings[row["host_id"]].append(availability.Booking(
-                    row["start_date"], row["end_date"], _booking_amounts(row["resource_type"], row["slots"], row),
-                    exclusive=row["resource_type"] == PHYSICAL_HOST, reservation_id=row["id"]))
+        for host_id, slots, reserved, resource_type, vcpus, memory_mb, disk_gb, start, end in session.execute(stmt):
+            held = bookings.get(host_id)
+            if held is not None:
+                sizes = {"vcpus": vcpus, "memory_mb": memory_mb, "disk_gb": disk_gb}
+                held.append(availability.Booking(start, end, _booking_amounts(resource_type, slots, sizes),
+                                                 exclusive=resource_type == PHYSICAL_HOST,
+                                                 reservation_id=reserved))
     return {host.id: availability.Host(
         id=host.id, capacity={"vcpus": host.vcpus, "memory_mb": host.memory_mb, "disk_gb": host.local_gb},
-        bookings=bookings[host.id], attributes=attributes[host.id]) for host in hosts}
+        bookings=bookings[host.id], attributes=attributes.get(host.id, {})) for host in hosts}
 
 
 def _book(hosts: dict[int, availability.Host], host_id: int, booking: availability.Booking) -> None:
@@ -393,7 +401,8 @@ def create_lease(session: Session, context: RequestContext, body: Mapping[str, A
     lease = Lease(id=str(uuidlib.uuid4()), name=name, user_id=context.user_id, project_id=context.project_id,
                   start_date=start, end_date=end, before_end_date=before_end, status=PENDING, degraded=False)
     window = availability.Window(start, end)
-    hosts = _snapshot(session, window, cleaning_time=rules.cleaning_time) if requests else {}
+    filtered = any(not request.predicate.is_empty for request in requests)
+    hosts = _snapshot(session, window, cleaning_time=rules.cleaning_time, with_attributes=filtered) if requests else {}
     decisions = []
     for request in requests:
         chosen = _choose(request, hosts, window, rules.cleaning_time)
