@@ -57,3 +57,10 @@ class NotEnoughResources(Conflict):
 class ServiceUnavailable(ServiceError):
     status = 503
     name = "ServiceUnavailable"
+
+
+class AllocatorFailed(Conflict):
+    """An external allocator (a Ganeti IAllocator program) could not be run, failed, timed out, or
+    answered outside its protocol; the message quotes what it said."""
+
+    name = "AllocatorFailed"
