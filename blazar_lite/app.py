@@ -15,6 +15,7 @@ from blazar_lite.auth.policy import Policy
 from blazar_lite.db import Database
 from blazar_lite.flavors import api as flavors_api
 from blazar_lite.hosts import api as hosts_api
+from blazar_lite.instances import api as instances_api
 from blazar_lite.leases import api as leases_api
 from blazar_lite.placement.api import register as register_placement
 from blazar_lite.settings import Settings
@@ -78,6 +79,7 @@ def create_app(settings: Settings, database: Database | None = None) -> Flask:
     api.register_blueprint(hosts_api.blp, url_prefix="/v1")
     api.register_blueprint(flavors_api.blp, url_prefix="/v1")
     api.register_blueprint(leases_api.blp, url_prefix="/v1")
+    api.register_blueprint(instances_api.blp, url_prefix="/v1")
     app.register_blueprint(docs.blp)
 
     @app.before_request

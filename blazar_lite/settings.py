@@ -10,6 +10,7 @@ from __future__ import annotations
 import configparser
 import dataclasses
 import os
+import re
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -96,6 +97,17 @@ OPTIONS: tuple[Option, ...] = (
     Option("leases", "cleaning_time", int, 0,
            "Minutes a host stays idle after each booking ends before another may begin (to wipe or "
            "re-image it); 0 lets leases follow each other back to back.", minimum=0),
+    Option("instances", "allocator", str, "fewest-instances",
+           "How instances are placed: fewest-instances, pack (best fit), spread, or iallocator:<name> "
+           "for an external Ganeti IAllocator program of that name."),
+    Option("instances", "iallocator_search_path", str, "",
+           "Directories (separated by ':') searched for IAllocator programs; empty for "
+           "/usr/lib/ganeti/iallocators, <data_dir>/iallocators and the source tree's etc/iallocators."),
+    Option("instances", "iallocator_timeout", int, 30,
+           "Seconds an IAllocator program may run before it is killed and the placement fails.", minimum=1),
+    Option("instances", "iallocator_options", str, "",
+           "Options (--key=value, separated by spaces) given to the IAllocator program before the "
+           "message file, e.g. --static-kvm-node-memory=0 for hail."),
 )
 
 _BY_ATTR = {o.attr: o for o in OPTIONS}
@@ -121,6 +133,10 @@ class Settings:
     scheduler_max_attempts: int = 5
     scheduler_minutes_before_end_lease: int = 60
     leases_cleaning_time: int = 0
+    instances_allocator: str = "fewest-instances"
+    instances_iallocator_search_path: str = ""
+    instances_iallocator_timeout: int = 30
+    instances_iallocator_options: str = ""
     # Passed as-is to keystonemiddleware's auth_token when auth_strategy is keystone.
     keystone_authtoken: Mapping[str, str] = field(default_factory=dict)
     config_file: str | None = None
@@ -133,6 +149,7 @@ class Settings:
             object.__setattr__(self, "database_url", "")
         for option in OPTIONS:
             _validate(option, getattr(self, option.attr))
+        _validate_allocator(self.instances_allocator)
         # Operators write ~ in ini files and expect it to mean their home, as in a shell.
         object.__setattr__(self, "data_dir", os.path.expanduser(self.data_dir))
         if not self.database_url:
@@ -148,6 +165,18 @@ class Settings:
                 and self.database_url == _sqlite_url(self.data_dir)):
             changes["database_url"] = ""
         return dataclasses.replace(self, **changes)
+
+
+_BUILTIN_ALLOCATORS = ("fewest-instances", "pack", "spread")
+_PROGRAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _validate_allocator(value: str) -> None:
+    program = value.removeprefix("iallocator:") if value.startswith("iallocator:") else None
+    if value in _BUILTIN_ALLOCATORS or (program is not None and _PROGRAM_NAME.match(program)):
+        return
+    raise SettingsError(f"[instances] allocator = {value!r} is not one of {', '.join(_BUILTIN_ALLOCATORS)} "
+                        "or iallocator:<program name> (a file name, no '/')")
 
 
 def _validate(option: Option, value: Any) -> None:

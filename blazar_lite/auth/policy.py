@@ -47,6 +47,12 @@ DEFAULT_RULES: dict[str, str] = {
     "leases:post": "rule:admin_or_member",
     "leases:put": "rule:admin_or_member",
     "leases:delete": "rule:admin_or_member",
+    # Instances too; only admins choose the node an instance lands on.
+    "instances:get": "rule:admin_or_reader",
+    "instances:get_all": "rule:admin",
+    "instances:post": "rule:admin_or_member",
+    "instances:put": "rule:admin_or_member",
+    "instances:delete": "rule:admin_or_member",
 }
 
 # A token is a parenthesis or a check; a check may hold %(name)s substitutions.

@@ -22,6 +22,7 @@ from blazar_lite.flavors import service as flavors
 from blazar_lite.hosts.aggregates import disown_aggregate, own_aggregate
 from blazar_lite.hosts.models import Host
 from blazar_lite.hosts.service import FREEPOOL_AGGREGATE_UUID
+from blazar_lite.instances.removal import remove_reservation_instances
 from blazar_lite.leases.models import (
     ACTIVE,
     CREATING,
@@ -238,10 +239,16 @@ def end_lease(session: Session, lease_id: str, placement: PlacementBackend | Non
 
 def release_reservations(session: Session, reservations: Iterable[Reservation],
                          placement: PlacementBackend | None = None) -> None:
-    """Undo what starting the reservations did, and delete their classes and flavors; the
-    reservations end up `deleted`. Safe on reservations that never started. The caller holds
-    the lease's row and its hosts' rows locked."""
+    """Remove the reservations' instances, undo what starting the reservations did, and delete
+    their classes and flavors; the reservations end up `deleted`. Safe on reservations that
+    never started. The caller holds the lease's row and its hosts' rows locked."""
     placement = placement or EmbeddedPlacement(session)
+    reservations = list(reservations)
+    # Instances first: a reservation's inventory cannot go while instances use it.
+    removed = remove_reservation_instances(session, placement, [r.id for r in reservations])
+    if removed:
+        LOG.info("removed %d instances of ending reservations %s", len(removed),
+                 ", ".join(r.id for r in reservations))
     for reservation in reservations:
         if reservation.resource_type == PHYSICAL_HOST:
             _hosts_out_of_reservation(session, placement, reservation)

@@ -70,6 +70,14 @@ class PlacementBackend(Protocol):
 
     def usages(self, provider_uuid: str) -> dict[str, int]: ...
 
+    def room(self, provider_uuids: list[str]) -> dict[str, dict[str, tuple[int, int]]]:
+        """{provider uuid: {class: (capacity, used)}} for these providers, in one round trip."""
+        ...
+
+    def compute_nodes_outside(self, aggregate_uuids: list[str]) -> list[tuple[str, str]]:
+        """(uuid, name) of the root providers with VCPU inventory in none of these aggregates."""
+        ...
+
     def allocation_candidates(self, query: Mapping[str, list[str]]) -> candidates.CandidatesResult:
         """Candidates for a request written as Placement's query parameters."""
 
@@ -133,6 +141,12 @@ class EmbeddedPlacement:
 
     def usages(self, provider_uuid: str) -> dict[str, int]:
         return usages.provider_usages(self.session, provider_uuid)
+
+    def room(self, provider_uuids: list[str]) -> dict[str, dict[str, tuple[int, int]]]:
+        return usages.provider_room(self.session, provider_uuids)
+
+    def compute_nodes_outside(self, aggregate_uuids: list[str]) -> list[tuple[str, str]]:
+        return usages.roots_with_class_outside(self.session, "VCPU", aggregate_uuids)
 
     def allocation_candidates(self, query: Mapping[str, list[str]]) -> candidates.CandidatesResult:
         request = candidates.parse_candidates_request(dict(query), MAX_VERSION[1])

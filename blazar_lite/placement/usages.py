@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
+from blazar_lite.placement.capacity import capacity
 from blazar_lite.placement.common import get_provider, usage_subquery
-from blazar_lite.placement.models import Allocation, Consumer, Inventory, ResourceClass
+from blazar_lite.placement.models import (
+    Aggregate,
+    Allocation,
+    Consumer,
+    Inventory,
+    ResourceClass,
+    ResourceProvider,
+    provider_aggregates,
+)
 
 # Consumer-type filters with a meaning of their own (consumer types are upper case, so these
 # cannot clash with a real type): every consumer, and consumers recorded without a type.
@@ -86,3 +96,49 @@ def project_usages_by_type(session: Session, project_id: str, user_id: str | Non
     for *key, rc, used in sums:
         out[_group(key)][rc] = int(used)
     return out
+
+
+def provider_room(session: Session, provider_uuids: Iterable[str]) -> dict[str, dict[str, tuple[int, int]]]:
+    """For each provider, {class: (capacity, used)} over its inventories, in one statement
+    whatever the number of providers; capacity is (total - reserved) x allocation_ratio, rounded
+    down. Unknown providers are left out."""
+    wanted = list(set(provider_uuids))
+    if not wanted:
+        return {}
+    ids = select(ResourceProvider.id).where(ResourceProvider.uuid.in_(wanted)).scalar_subquery()
+    # Summed over these providers only, not the whole allocations table.
+    usage = (select(Allocation.resource_provider_id, Allocation.resource_class_id,
+                    func.sum(Allocation.used).label("used"))
+             .where(Allocation.resource_provider_id.in_(ids))
+             .group_by(Allocation.resource_provider_id, Allocation.resource_class_id)
+             .subquery("usage"))
+    rows = session.execute(
+        select(ResourceProvider.uuid, ResourceClass.name, Inventory.total, Inventory.reserved,
+               Inventory.allocation_ratio, func.coalesce(usage.c.used, 0))
+        .select_from(Inventory)
+        .join(ResourceProvider, ResourceProvider.id == Inventory.resource_provider_id)
+        .join(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
+        .outerjoin(usage, and_(usage.c.resource_provider_id == Inventory.resource_provider_id,
+                               usage.c.resource_class_id == Inventory.resource_class_id))
+        .where(ResourceProvider.uuid.in_(wanted)))
+    room: dict[str, dict[str, tuple[int, int]]] = {}
+    for uuid, name, total, reserved, ratio, used in rows:
+        room.setdefault(uuid, {})[name] = (int(capacity(total, reserved, ratio)), int(used))
+    return room
+
+
+def roots_with_class_outside(session: Session, resource_class: str,
+                             aggregate_uuids: Iterable[str]) -> list[tuple[str, str]]:
+    """(uuid, name) of every root provider with inventory of `resource_class` that is in none of
+    `aggregate_uuids`, by name."""
+    excluded = (select(provider_aggregates.c.resource_provider_id)
+                .join(Aggregate, Aggregate.id == provider_aggregates.c.aggregate_id)
+                .where(Aggregate.uuid.in_(list(aggregate_uuids))))
+    rows = session.execute(
+        select(ResourceProvider.uuid, ResourceProvider.name)
+        .join(Inventory, Inventory.resource_provider_id == ResourceProvider.id)
+        .join(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
+        .where(ResourceClass.name == resource_class, ResourceProvider.root_provider_id == ResourceProvider.id,
+               ResourceProvider.id.not_in(excluded))
+        .order_by(ResourceProvider.name))
+    return [(uuid, name) for uuid, name in rows]

@@ -1,0 +1,1 @@
+"""Instances: Placement consumers, on demand or inside a reservation, real or forthcoming."""

@@ -1,0 +1,464 @@
+"""Instances: create (placed by the allocator, or on an admin's target), list, show, delete; and
+for forthcoming instances commit, modify and rename.
+
+Placing an instance is: read a snapshot of the nodes it may land on, let the allocator decide,
+write the allocation. The allocation write checks capacity itself, so when another request took
+the room in between, the decision is made again on a fresh snapshot.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid as uuidlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from blazar_lite.allocators import builtin
+from blazar_lite.allocators.snapshot import NEW, Decision, PlacementRequest, Snapshot
+from blazar_lite.auth.context import RequestContext
+from blazar_lite.exceptions import BadRequest, Conflict, Forbidden, NotEnoughResources, NotFound
+from blazar_lite.flavors import service as flavors
+from blazar_lite.instances import requests, snapshot
+from blazar_lite.instances.models import ACTIVE, FORTHCOMING, Instance
+from blazar_lite.leases.dates import describe_date
+from blazar_lite.leases.models import ACTIVE as LEASE_ACTIVE
+from blazar_lite.leases.models import PENDING, PHYSICAL_HOST, STARTING, Lease, Reservation
+from blazar_lite.placement.backend import EmbeddedPlacement, PlacementBackend
+
+# Another request may take the room between the snapshot and the write; decide again this often.
+PLACEMENT_ATTEMPTS = 3
+RESERVATION_SPEC_PREFIX = "resources:CUSTOM_RESERVATION_"
+
+
+@dataclass(frozen=True)
+class AllocatorConfig:
+    """Which allocator places instances: a built-in policy or `iallocator:<program>`."""
+
+    name: str = builtin.FEWEST_INSTANCES
+    iallocator_search_path: tuple[str, ...] = ()
+    iallocator_timeout: float = 30.0
+    iallocator_options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class InstanceView:
+    id: str
+    name: str | None
+    project_id: str
+    user_id: str
+    status: str
+    forthcoming: bool
+    flavor_id: str | None
+    vcpus: int | None
+    memory_mb: int | None
+    disk_gb: int | None
+    reservation_id: str | None
+    lease_id: str | None
+    host: str | None
+    created_at: dt.datetime
+    updated_at: dt.datetime | None
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where an instance may go: its reservation (and that reservation's lease), if any."""
+
+    reservation: Reservation | None = None
+    lease: Lease | None = None
+
+    @property
+    def slot_class(self) -> str | None:
+        if self.reservation is None or self.reservation.resource_type == PHYSICAL_HOST:
+            return None
+        return self.reservation.resource_class
+
+
+# Sizes.
+
+def _resources(vcpus: int | None, memory_mb: int | None, disk_gb: int | None) -> dict[str, int]:
+    """Placement amounts for the sizes that are given and not zero."""
+    named = {"VCPU": vcpus, "MEMORY_MB": memory_mb, "DISK_GB": disk_gb}
+    return {rc: amount for rc, amount in named.items() if amount}
+
+
+def _flavor_sizes(session: Session, context: RequestContext, flavor_id: str) -> flavors.FlavorView:
+    reader = flavors.Reader(context.project_id, sees_all=context.is_admin)
+    return flavors.get_flavor(session, flavor_id, reader)
+
+
+def _reservation_in_flavor(view: flavors.FlavorView) -> str | None:
+    """The class a reservation flavor consumes (`resources:CUSTOM_RESERVATION_<ID>=1`), if any."""
+    for key in view.extra_specs:
+        if key.startswith(RESERVATION_SPEC_PREFIX):
+            return key.removeprefix("resources:")
+    return None
+
+
+def _resolve_sizes(session: Session, context: RequestContext, sizes: requests.Sizes,
+                   base: Mapping[str, Any] | None = None) -> tuple[dict[str, int | None], str | None, str | None]:
+    """(vcpus/memory_mb/disk_gb, flavor_id, reservation class of the flavor) for `sizes`, on top
+    of `base` (the instance's current sizes, for commit and modify)."""
+    base = base or {}
+    values: dict[str, int | None] = {name: base.get(name) for name in requests.SIZE_FIELDS}
+    flavor_id = None if sizes.given else base.get("flavor_id")
+    slot_class = None
+    if sizes.flavor_id is not None:
+        flavor = _flavor_sizes(session, context, sizes.flavor_id)
+        values = {"vcpus": flavor.vcpus, "memory_mb": flavor.ram, "disk_gb": flavor.disk}
+        flavor_id, slot_class = flavor.id, _reservation_in_flavor(flavor)
+    else:
+        for name in requests.SIZE_FIELDS:
+            given = getattr(sizes, name)
+            if given is not None:
+                values[name] = given
+    return values, flavor_id, slot_class
+
+
+def _check_complete(values: Mapping[str, int | None], what: str) -> None:
+    missing = [name for name in ("vcpus", "memory_mb") if values.get(name) is None]
+    if missing:
+        raise BadRequest(f"{what} needs its size: give flavor_id, or vcpus and memory_mb (missing "
+                         f"{', '.join(missing)}).")
+
+
+# Reservations.
+
+def _reservation_place(session: Session, context: RequestContext, reservation_id: str) -> _Place:
+    """The reservation an instance is created in, if the caller may use it now; else the 4xx
+    that says why."""
+    row = session.get(Reservation, reservation_id)
+    lease = session.get(Lease, row.lease_id) if row is not None else None
+    if row is None or lease is None or (lease.project_id != context.project_id and not context.is_admin):
+        raise NotFound(f"Reservation {reservation_id} not found in your project.")
+    if lease.status in (PENDING, STARTING):
+        raise Conflict(f"Reservation {reservation_id} has not started: its lease {lease.id} starts at "
+                       f"{describe_date(lease.start_date)}. Create the instance once the lease is ACTIVE.")
+    if lease.status != LEASE_ACTIVE:
+        raise Conflict(f"Reservation {reservation_id} cannot take instances: its lease {lease.id} is "
+                       f"{lease.status}.")
+    return _Place(row, lease)
+
+
+def _reservation_by_class(session: Session, resource_class: str) -> str | None:
+    return session.scalar(select(Reservation.id).where(Reservation.resource_class == resource_class))
+
+
+def _check_fits_slot(place: _Place, values: Mapping[str, int | None]) -> None:
+    reservation = place.reservation
+    if reservation is None or reservation.resource_type == PHYSICAL_HOST:
+        return
+    slot = {"vcpus": reservation.vcpus, "memory_mb": reservation.memory_mb, "disk_gb": reservation.disk_gb}
+    over = [f"{name} {values[name]} > {slot[name]}" for name in requests.SIZE_FIELDS
+            if values.get(name) is not None and (values[name] or 0) > (slot[name] or 0)]
+    if over:
+        raise BadRequest(f"The instance is larger than a slot of reservation {reservation.id} ({', '.join(over)}); "
+                         "ask for at most the slot's size, or leave the size out to take the slot's.")
+
+
+def _slot_sizes(place: _Place) -> dict[str, int | None]:
+    reservation = place.reservation
+    assert reservation is not None
+    return {"vcpus": reservation.vcpus, "memory_mb": reservation.memory_mb, "disk_gb": reservation.disk_gb}
+
+
+# Placing.
+
+def _decide(snap: Snapshot, request: PlacementRequest, allocator: AllocatorConfig) -> Decision:
+    if allocator.name.startswith("iallocator:"):
+        from blazar_lite.allocators import iallocator
+
+        return iallocator.choose_with_iallocator(
+            snap, request, allocator.name.removeprefix("iallocator:"),
+            search_path=allocator.iallocator_search_path, timeout=allocator.iallocator_timeout,
+            options=allocator.iallocator_options)
+    return builtin.choose(snap, request, allocator.name)
+
+
+def _siblings(session: Session, reservation_id: str | None, exclude: str | None) -> frozenset[str]:
+    if reservation_id is None:
+        return frozenset()
+    stmt = select(Instance.node).where(Instance.reservation_id == reservation_id, Instance.node.is_not(None))
+    if exclude is not None:
+        stmt = stmt.where(Instance.uuid != exclude)
+    return frozenset(node for node in session.scalars(stmt) if node)
+
+
+def _allocation(place: _Place, node_provider: str, slot_provider: str | None,
+                resources: Mapping[str, int]) -> dict[str, dict[str, int]]:
+    allocation: dict[str, dict[str, int]] = {}
+    if resources:
+        allocation[node_provider] = dict(resources)
+    if place.slot_class and slot_provider:
+        allocation[slot_provider] = {place.slot_class: 1}
+    return allocation
+
+
+def _place(session: Session, placement: PlacementBackend, instance: Instance, place: _Place,
+           resources: Mapping[str, int], allocator: AllocatorConfig, *, target: str | None = None,
+           reason: str = NEW) -> None:
+    """Choose a node for `instance` and allocate `resources` (plus a slot of its reservation)
+    there, setting its node; NotEnoughResources with every node's reason when none can."""
+    rows = snapshot.node_rows(session, placement, place.reservation)
+    if target is not None:
+        chosen_rows = [row for row in rows if row.name == target]
+        if not chosen_rows:
+            where = f"reservation {place.reservation.id}" if place.reservation else "on-demand capacity"
+            raise Conflict(f"Node {target} cannot take the instance: it is not part of {where}.")
+        rows = chosen_rows
+    slot_providers = {row.name: row.reservation_provider_uuid for row in rows}
+    for _ in range(PLACEMENT_ATTEMPTS):
+        snap = snapshot.read_snapshot(session, placement, rows, resource_class=place.slot_class,
+                                      with_instances=allocator.name.startswith("iallocator:"))
+        request = PlacementRequest(
+            name=instance.name, project_id=instance.project_id, resources=dict(resources), reason=reason,
+            reservation_id=place.reservation.id if place.reservation else None,
+            lease_id=place.lease.id if place.lease else None,
+            affinity=place.reservation.affinity if place.reservation else None,
+            siblings_on=_siblings(session, instance.reservation_id, instance.uuid),
+            forthcoming=instance.forthcoming, flavor_id=instance.flavor_id)
+        decision = builtin.choose(snap, request) if target is not None else _decide(snap, request, allocator)
+        if decision.node is None:
+            raise NotEnoughResources(decision.message)
+        node = snap.node(decision.node)
+        assert node is not None
+        try:
+            with session.begin_nested():
+                placement.allocate(instance.uuid, _allocation(place, node.provider_uuid,
+                                                              slot_providers.get(node.name), resources),
+                                   instance.project_id, instance.user_id, consumer_type="INSTANCE")
+        except NotEnoughResources:
+            continue  # another request took the room after the snapshot: decide again
+        instance.node, instance.node_provider_uuid = node.name, node.provider_uuid
+        return
+    raise NotEnoughResources("The nodes kept filling up while this instance was being placed; retry the request.")
+
+
+# Operations.
+
+def _view(session: Session, instance: Instance) -> InstanceView:
+    return _views(session, [instance])[0]
+
+
+def _views(session: Session, instances: Sequence[Instance]) -> list[InstanceView]:
+    reservation_ids = {i.reservation_id for i in instances if i.reservation_id}
+    leases = dict(session.execute(select(Reservation.id, Reservation.lease_id)
+                                  .where(Reservation.id.in_(reservation_ids))).all()) if reservation_ids else {}
+    return [InstanceView(i.uuid, i.name, i.project_id, i.user_id, i.status, i.forthcoming, i.flavor_id, i.vcpus,
+                         i.memory_mb, i.disk_gb, i.reservation_id, leases.get(i.reservation_id or ""), i.node,
+                         i.created_at, i.updated_at) for i in instances]
+
+
+def create_instance(session: Session, context: RequestContext, body: object, *,
+                    allocator: AllocatorConfig | None = None,
+                    placement: PlacementBackend | None = None) -> InstanceView:
+    """Create an instance for the caller's project (its reservation's project, for an admin),
+    placed by the allocator or on the admin's `host`. A forthcoming instance may name nothing; the
+    resources it names are allocated as if it were real."""
+    allocator = allocator or AllocatorConfig()
+    placement = placement or EmbeddedPlacement(session)
+    request = requests.read_create(body)
+    if request.host is not None and not context.is_admin:
+        raise Forbidden("Only admins may choose the host of an instance; leave host out.")
+    values, flavor_id, flavor_class = _resolve_sizes(session, context, request.sizes)
+    reservation_id = request.reservation_id
+    if flavor_class is not None:
+        from_flavor = _reservation_by_class(session, flavor_class)
+        if reservation_id is not None and from_flavor != reservation_id:
+            raise BadRequest(f"Flavor {flavor_id} is the flavor of reservation {from_flavor}, not of "
+                             f"{reservation_id}; give one or the other.")
+        reservation_id = from_flavor
+        if reservation_id is None:
+            raise NotFound(f"Flavor {flavor_id} consumes {flavor_class}, a reservation that no longer exists.")
+    place = _reservation_place(session, context, reservation_id) if reservation_id else _Place()
+    if place.reservation is not None and place.reservation.resource_type != PHYSICAL_HOST \
+            and not request.sizes.given:
+        values = _slot_sizes(place)  # an instance in a reservation takes the slot's size by default
+    _check_fits_slot(place, values)
+    if not request.forthcoming:
+        _check_complete(values, "An instance")
+    project_id = place.lease.project_id if place.lease is not None else context.project_id
+    instance = Instance(uuid=str(uuidlib.uuid4()), name=request.name, project_id=project_id,
+                        user_id=context.user_id, status=FORTHCOMING if request.forthcoming else ACTIVE,
+                        forthcoming=request.forthcoming, flavor_id=flavor_id, vcpus=values["vcpus"],
+                        memory_mb=values["memory_mb"], disk_gb=values["disk_gb"], reservation_id=reservation_id)
+    _check_name_free(session, project_id, request.name)
+    resources = _resources(values["vcpus"], values["memory_mb"], values["disk_gb"])
+    if resources or place.reservation is not None:
+        _place(session, placement, instance, place, resources, allocator, target=request.host)
+    _save(session, instance)
+    return _view(session, instance)
+
+
+def _check_name_free(session: Session, project_id: str, name: str | None, except_uuid: str | None = None) -> None:
+    if name is None:
+        return
+    holder = session.scalar(select(Instance.uuid).where(Instance.project_id == project_id, Instance.name == name))
+    if holder is not None and holder != except_uuid:
+        raise Conflict(f"An instance named {name} already exists in project {project_id} ({holder}); "
+                       "choose another name.")
+
+
+def _save(session: Session, instance: Instance) -> None:
+    try:
+        with session.begin_nested():
+            session.add(instance)
+            session.flush()
+    except IntegrityError:
+        # Only a concurrent create or rename to the same name in the same project gets here.
+        raise Conflict(f"An instance named {instance.name} was created in project {instance.project_id} by "
+                       "another request at the same time; choose another name.") from None
+
+
+def _find(session: Session, context: RequestContext, ref: str, *, lock: bool = False) -> Instance:
+    """The instance with this uuid or name that the caller may see; 404 otherwise."""
+    stmt = select(Instance)
+    if requests.is_uuid(ref):
+        stmt = stmt.where(Instance.uuid == str(uuidlib.UUID(ref)))
+    else:
+        stmt = stmt.where(Instance.name == ref)
+    if not context.is_admin:
+        stmt = stmt.where(Instance.project_id == context.project_id)
+    if lock:
+        stmt = stmt.with_for_update()
+    found = session.scalars(stmt.order_by(Instance.project_id)).all()
+    if not found:
+        raise NotFound(f"Instance {ref} not found.")
+    if len(found) > 1:
+        raise Conflict(f"{len(found)} instances are named {ref} (in projects "
+                       f"{', '.join(i.project_id for i in found)}); give the instance's uuid.")
+    return found[0]
+
+
+def get_instance(session: Session, context: RequestContext, ref: str) -> InstanceView:
+    return _view(session, _find(session, context, ref))
+
+
+def list_instances(session: Session, project_id: str | None = None) -> list[InstanceView]:
+    """Every instance (or one project's), oldest first."""
+    stmt = select(Instance).order_by(Instance.created_at, Instance.uuid)
+    if project_id is not None:
+        stmt = stmt.where(Instance.project_id == project_id)
+    return _views(session, session.scalars(stmt).all())
+
+
+def delete_instance(session: Session, context: RequestContext, ref: str,
+                    placement: PlacementBackend | None = None) -> None:
+    """Delete the instance and give back what it holds."""
+    placement = placement or EmbeddedPlacement(session)
+    instance = _find(session, context, ref, lock=True)
+    placement.release(instance.uuid)
+    session.delete(instance)
+    session.flush()
+
+
+def _place_of(session: Session, instance: Instance) -> _Place:
+    if instance.reservation_id is None:
+        return _Place()
+    reservation = session.get(Reservation, instance.reservation_id)
+    lease = session.get(Lease, reservation.lease_id) if reservation else None
+    return _Place(reservation, lease)
+
+
+def _resize(session: Session, placement: PlacementBackend, instance: Instance, place: _Place,
+            values: Mapping[str, int | None], allocator: AllocatorConfig) -> None:
+    """Hold `values` for the instance: on its node when it has one (409 when that node lacks the
+    room: a placed instance is not moved by a resize), else wherever the allocator puts it."""
+    resources = _resources(values["vcpus"], values["memory_mb"], values["disk_gb"])
+    if instance.node_provider_uuid is None:
+        if resources or place.reservation is not None:
+            _place(session, placement, instance, place, resources, allocator)
+    else:
+        slot_provider = None
+        if place.slot_class:
+            rows = {row.name: row for row in snapshot.node_rows(session, placement, place.reservation)}
+            slot_provider = rows[instance.node].reservation_provider_uuid if instance.node in rows else None
+        try:
+            with session.begin_nested():
+                placement.allocate(instance.uuid, _allocation(place, instance.node_provider_uuid, slot_provider,
+                                                              resources),
+                                   instance.project_id, instance.user_id, consumer_type="INSTANCE")
+        except NotEnoughResources as exc:
+            raise NotEnoughResources(f"Node {instance.node} has no room for the new size of instance "
+                                     f"{instance.uuid}: {exc.message}") from None
+    instance.vcpus, instance.memory_mb, instance.disk_gb = values["vcpus"], values["memory_mb"], values["disk_gb"]
+
+
+def commit_instance(session: Session, context: RequestContext, ref: str, body: object, *,
+                    allocator: AllocatorConfig | None = None,
+                    placement: PlacementBackend | None = None) -> InstanceView:
+    """Turn a forthcoming instance into a real one. What it holds already is kept as it is, so a
+    fully specified one always commits; the body may complete its name and size."""
+    allocator = allocator or AllocatorConfig()
+    placement = placement or EmbeddedPlacement(session)
+    name, sizes = requests.read_commit(body)
+    instance = _find(session, context, ref, lock=True)
+    if not instance.forthcoming:
+        raise Conflict(f"Instance {instance.uuid} is not forthcoming: it is real already.")
+    place = _place_of(session, instance)
+    if sizes.given:
+        base = {"vcpus": instance.vcpus, "memory_mb": instance.memory_mb, "disk_gb": instance.disk_gb,
+                "flavor_id": instance.flavor_id}
+        values, flavor_id, _ = _resolve_sizes(session, context, sizes, base)
+        _check_fits_slot(place, values)
+        _check_complete(values, f"Instance {instance.uuid}")
+        if values != {k: base[k] for k in requests.SIZE_FIELDS}:
+            _resize(session, placement, instance, place, values, allocator)
+        instance.flavor_id = flavor_id
+    else:
+        _check_complete({"vcpus": instance.vcpus, "memory_mb": instance.memory_mb}, f"Instance {instance.uuid}")
+        if instance.node is None:
+            _resize(session, placement, instance, place, {"vcpus": instance.vcpus, "memory_mb": instance.memory_mb,
+                                                          "disk_gb": instance.disk_gb}, allocator)
+    if name is not None:
+        _check_name_free(session, instance.project_id, name, instance.uuid)
+        instance.name = name
+    if instance.name is None:
+        raise BadRequest(f"Instance {instance.uuid} has no name: give one in the body ({{\"name\": …}}).")
+    instance.forthcoming = False
+    instance.status = ACTIVE
+    _flush_named(session, instance)
+    return _view(session, instance)
+
+
+def modify_instance(session: Session, context: RequestContext, ref: str, body: object, *,
+                    allocator: AllocatorConfig | None = None,
+                    placement: PlacementBackend | None = None) -> InstanceView:
+    """Change an instance's size; it stays on its node (409 when the node lacks the room)."""
+    allocator = allocator or AllocatorConfig()
+    placement = placement or EmbeddedPlacement(session)
+    sizes = requests.read_modify(body)
+    instance = _find(session, context, ref, lock=True)
+    place = _place_of(session, instance)
+    base = {"vcpus": instance.vcpus, "memory_mb": instance.memory_mb, "disk_gb": instance.disk_gb,
+            "flavor_id": instance.flavor_id}
+    values, flavor_id, _ = _resolve_sizes(session, context, sizes, base)
+    _check_fits_slot(place, values)
+    if not instance.forthcoming:
+        _check_complete(values, f"Instance {instance.uuid}")
+    _resize(session, placement, instance, place, values, allocator)
+    instance.flavor_id = flavor_id
+    session.flush()
+    return _view(session, instance)
+
+
+def rename_instance(session: Session, context: RequestContext, ref: str, body: object) -> InstanceView:
+    name = requests.read_rename(body)
+    instance = _find(session, context, ref, lock=True)
+    _check_name_free(session, instance.project_id, name, instance.uuid)
+    instance.name = name
+    _flush_named(session, instance)
+    return _view(session, instance)
+
+
+def _flush_named(session: Session, instance: Instance) -> None:
+    try:
+        with session.begin_nested():
+            session.flush()
+    except IntegrityError:
+        raise Conflict(f"An instance named {instance.name} was created in project {instance.project_id} by "
+                       "another request at the same time; choose another name.") from None
