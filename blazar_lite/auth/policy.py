@@ -34,6 +34,8 @@ DEFAULT_RULES: dict[str, str] = {
     "hosts:get_aggregates": "rule:admin",
     "hosts:get_resource_properties": "rule:admin",
     "hosts:update_resource_properties": "rule:admin",
+    # Schedulers ask whether hosts may take an instance: a service's question, as Placement's are.
+    "filters:host_passes": "role:admin or role:service",
     # Anyone may read the flavors they can see (public ones, and private ones shared with their
     # project); seeing every flavor and changing them is for admins.
     "flavors:get": "@",
