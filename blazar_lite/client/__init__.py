@@ -5,15 +5,18 @@
     client.flavors.list()
     client.leases.create("lease-1", "now", "2030-01-02 00:00",
                          [{"resource_type": "physical:host", "min": 1, "max": 1}])
+    client.instances.create("web-1", vcpus=2, memory_mb=2048, disk_gb=20)
 
 Every failed request raises ClientError, whose `message` is the service's own.
 """
 
 from __future__ import annotations
 
+from blazar_lite.client.filters import FiltersClient
 from blazar_lite.client.flavors import FlavorsClient
 from blazar_lite.client.hosts import HostsClient
 from blazar_lite.client.http import ClientError, Credentials, V1Client, make_session
+from blazar_lite.client.instances import InstancesClient
 from blazar_lite.client.leases import LeasesClient
 
 
@@ -26,7 +29,9 @@ class Client:
         self.hosts = HostsClient(self.api)
         self.flavors = FlavorsClient(self.api)
         self.leases = LeasesClient(self.api)
+        self.instances = InstancesClient(self.api)
+        self.filters = FiltersClient(self.api)
 
 
-__all__ = ["Client", "ClientError", "Credentials", "FlavorsClient", "HostsClient", "LeasesClient", "V1Client",
-           "make_session"]
+__all__ = ["Client", "ClientError", "Credentials", "FiltersClient", "FlavorsClient", "HostsClient", "InstancesClient",
+           "LeasesClient", "V1Client", "make_session"]

@@ -7,9 +7,10 @@ import click
 
 from blazar_lite.client.commands.flavors import flavor
 from blazar_lite.client.commands.hosts import host
+from blazar_lite.client.commands.instances import instance
 from blazar_lite.client.commands.leases import lease
 
-GROUPS = (host, flavor, lease)
+GROUPS = (host, flavor, lease, instance)
 
 
 def add_client_commands(cli: click.Group) -> None:
