@@ -285,19 +285,22 @@ def _snapshot(session: Session, window: availability.Window, exclude_lease_id: s
                   .join(Reservation, Reservation.id == ReservationBooking.reservation_id)
                   .where(Reservation.lease_id == exclude_lease_id))
         locked = or_(offered, Host.id.in_(booked))
-    # Plain rows, not ORM objects: a cluster's worth of hosts is read on every create.
-    columns = [Host.id, Host.reservable, Host.status, *(getattr(Host, name) for name in _HOST_ATTRIBUTES)]
-    hosts = [row for row in session.execute(select(*columns).where(locked).order_by(Host.id).with_for_update())
-             if row.reservable and row.status == "up"]
-    ids = [host.id for host in hosts]
+    # Plain tuples, not ORM objects: a cluster's worth of hosts is read on every create.
+    capacity = {host_id: {"vcpus": vcpus, "memory_mb": memory_mb, "disk_gb": local_gb}
+                for host_id, reservable, status, vcpus, memory_mb, local_gb in session.execute(
+                    select(Host.id, Host.reservable, Host.status, Host.vcpus, Host.memory_mb, Host.local_gb)
+                    .where(locked).order_by(Host.id).with_for_update())
+                if reservable and status == "up"}
+    ids = list(capacity)
     attributes: dict[int, dict[str, object]] = {}
-    if with_attributes:
-        attributes = {host.id: {name: getattr(host, name) for name in _HOST_ATTRIBUTES} for host in hosts}
-        if ids:
-            for host_id, name, value in session.execute(
-                    select(ExtraCapability.host_id, ExtraCapability.name, ExtraCapability.value)
-                    .where(ExtraCapability.host_id.in_(ids))):
-                attributes[host_id].setdefault(name, value)
+    if with_attributes and ids:
+        for row in session.execute(select(Host.id, *(getattr(Host, name) for name in _HOST_ATTRIBUTES))
+                                   .where(Host.id.in_(ids))):
+            attributes[row[0]] = dict(zip(_HOST_ATTRIBUTES, row[1:], strict=True))
+        for host_id, name, value in session.execute(
+                select(ExtraCapability.host_id, ExtraCapability.name, ExtraCapability.value)
+                .where(ExtraCapability.host_id.in_(ids))):
+            attributes[host_id].setdefault(name, value)
     bookings: dict[int, list[availability.Booking]] = {host_id: [] for host_id in ids}
     if ids:
         stmt = (select(ReservationBooking.host_id, ReservationBooking.slots, Reservation.id, Reservation.resource_type,
@@ -315,9 +318,9 @@ def _snapshot(session: Session, window: availability.Window, exclude_lease_id: s
                 held.append(availability.Booking(start, end, _booking_amounts(resource_type, slots, sizes),
                                                  exclusive=resource_type == PHYSICAL_HOST,
                                                  reservation_id=reserved))
-    return {host.id: availability.Host(
-        id=host.id, capacity={"vcpus": host.vcpus, "memory_mb": host.memory_mb, "disk_gb": host.local_gb},
-        bookings=bookings[host.id], attributes=attributes.get(host.id, {})) for host in hosts}
+    no_attributes: dict[str, object] = {}
+    return {host_id: availability.Host(host_id, capacity[host_id], bookings[host_id],
+                                       attributes.get(host_id, no_attributes)) for host_id in ids}
 
 
 def _book(hosts: dict[int, availability.Host], host_id: int, booking: availability.Booking) -> None:
