@@ -32,6 +32,8 @@ DEFAULT_RULES: dict[str, str] = {
     "hosts:delete": "rule:admin",
     "hosts:get_allocations": "rule:admin",
     "hosts:get_aggregates": "rule:admin",
+    "hosts:evacuate": "rule:admin",
+    "hosts:get_relocations": "rule:admin",
     "hosts:get_resource_properties": "rule:admin",
     "hosts:update_resource_properties": "rule:admin",
     # Schedulers ask whether hosts may take an instance: a service's question, as Placement's are.

@@ -19,7 +19,10 @@ from blazar_lite import web
 from blazar_lite.exceptions import BadRequest, NotFound
 from blazar_lite.hosts import aggregates, properties, service
 from blazar_lite.hosts.reservations import HostReservation
+from blazar_lite.instances import relocation
+from blazar_lite.instances.api import allocator_config
 from blazar_lite.json_fields import Bool, Int
+from blazar_lite.leases.api import lease_rules
 
 blp = Blueprint("hosts", __name__, description="Hosts registered for reservations (Blazar os-hosts)")
 
@@ -137,6 +140,24 @@ class PropertyUpdate(Schema):
 
 class PropertyEnvelope(Schema):
     resource_property = fields.Nested(PropertySchema)
+
+
+class RelocationSchema(Schema):
+    id = fields.Integer()
+    host = fields.String(metadata={"description": "The host work moved off."})
+    reason = fields.String(metadata={"description": "evacuation or relocation (the host went down)."})
+    subject_type = fields.String(metadata={"description": "instance or reservation."})
+    subject_id = fields.String()
+    lease_id = fields.String(allow_none=True)
+    from_node = fields.String()
+    to_node = fields.String(allow_none=True, metadata={"description": "Where it went; null when it could not move."})
+    moved = fields.Boolean()
+    message = fields.String()
+    created_at = fields.String()
+
+
+class RelocationsEnvelope(Schema):
+    relocations = fields.List(fields.Nested(RelocationSchema))
 
 
 class AggregateSchema(Schema):
@@ -264,8 +285,12 @@ def update_host(host_id: str):  # type: ignore[no-untyped-def]
     data = web.json_body(schema)
     capabilities = {key: data.pop(key) for key in list(data) if key not in schema.fields}
     with web.runtime().db.transaction() as session:
+        was = service.get_host(session, _host_id(host_id)).status
         view = service.update_host(session, _host_id(host_id), capabilities=capabilities,
                                    reservable=data.get("reservable"), status=data.get("status"))
+        if view.status == "down" and was != "down":
+            # In the same transaction: the host is never seen down with work still booked on it.
+            relocation.host_went_down(session, view.id, allocator=allocator_config(), rules=lease_rules())
     return {"host": host_body(view)}
 
 
@@ -301,6 +326,35 @@ def show_allocation(host_id: str):  # type: ignore[no-untyped-def]
         [(found_id, reservations)] = service.host_allocations(
             session, _host_id(host_id), lease_id=args.get("lease_id"), reservation_id=args.get("reservation_id"))
         return {"allocation": _allocation_body(found_id, reservations)}
+
+
+def _relocation_body(view: relocation.RelocationView) -> dict[str, Any]:
+    return {"id": view.id, "host": view.host, "reason": view.reason, "subject_type": view.subject_type,
+            "subject_id": view.subject_id, "lease_id": view.lease_id, "from_node": view.from_node,
+            "to_node": view.to_node, "moved": view.moved, "message": view.message,
+            "created_at": _timestamp(view.created_at)}
+
+
+@blp.route("/os-hosts/<string:host_id>/evacuate", methods=["POST"])
+@blp.alt_response(200, schema=RelocationsEnvelope, description="What moved where, and what could not.")
+def evacuate_host(host_id: str):  # type: ignore[no-untyped-def]
+    """Move every instance off the host, forthcoming ones first (reason `evacuation`); an instance
+    that finds no room stays, and its lease is flagged degraded."""
+    web.enforce("hosts:evacuate")
+    with web.runtime().db.transaction() as session:
+        moves = relocation.evacuate_host(session, _host_id(host_id), allocator=allocator_config())
+    return {"relocations": [_relocation_body(v) for v in moves]}
+
+
+@blp.route("/os-hosts/relocations", methods=["GET"])
+@blp.alt_response(200, schema=RelocationsEnvelope, description="Recent relocations, newest first.")
+def list_relocations():  # type: ignore[no-untyped-def]
+    """What moved where when hosts were evacuated or went down (filter with host, lease_id)."""
+    web.enforce("hosts:get_relocations")
+    args = _query({"host", "lease_id"})
+    with web.runtime().db.read() as session:
+        found = relocation.list_relocations(session, host=args.get("host"), lease_id=args.get("lease_id"))
+    return {"relocations": [_relocation_body(v) for v in found]}
 
 
 @blp.route("/os-hosts/aggregates", methods=["GET"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import Boolean, ForeignKey, Integer, String, UniqueConstraint
+from sqlalchemy import Boolean, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from blazar_lite.db.base import Base, UTCDateTime, utcnow
@@ -45,3 +45,22 @@ class Instance(Base):
     node_provider_uuid: Mapped[str | None] = mapped_column(String(36), index=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, onupdate=utcnow)
+
+
+class Relocation(Base):
+    """What moved where (or could not) when a host was evacuated or went down: an instance to
+    another node, or a reservation's bookings to other hosts. Kept for admins to read."""
+
+    __tablename__ = "relocations"
+    __table_args__ = {"sqlite_autoincrement": True}
+    id: Mapped[int] = mapped_column(primary_key=True)
+    host: Mapped[str] = mapped_column(String(255), index=True)
+    reason: Mapped[str] = mapped_column(String(16))
+    subject_type: Mapped[str] = mapped_column(String(16))
+    subject_id: Mapped[str] = mapped_column(String(36))
+    lease_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    from_node: Mapped[str] = mapped_column(String(255))
+    to_node: Mapped[str | None] = mapped_column(String(255))
+    moved: Mapped[bool] = mapped_column(Boolean)
+    message: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -198,9 +198,9 @@ def _allocation(place: _Place, node_provider: str, slot_provider: str | None,
     return allocation
 
 
-def _place(session: Session, placement: PlacementBackend, instance: Instance, place: _Place,
-           resources: Mapping[str, int], allocator: AllocatorConfig, *, target: str | None = None,
-           reason: str = NEW) -> None:
+def place_instance(session: Session, placement: PlacementBackend, instance: Instance, place: _Place,
+                   resources: Mapping[str, int], allocator: AllocatorConfig, *, target: str | None = None,
+                   reason: str = NEW, avoid: frozenset[str] = frozenset()) -> None:
     """Choose a node for `instance` and allocate `resources` (plus a slot of its reservation)
     there, setting its node; NotEnoughResources with every node's reason when none can."""
     rows = snapshot.node_rows(session, placement, place.reservation)
@@ -220,7 +220,7 @@ def _place(session: Session, placement: PlacementBackend, instance: Instance, pl
             lease_id=place.lease.id if place.lease else None,
             affinity=place.reservation.affinity if place.reservation else None,
             siblings_on=_siblings(session, instance.reservation_id, instance.uuid),
-            forthcoming=instance.forthcoming, flavor_id=instance.flavor_id)
+            forthcoming=instance.forthcoming, flavor_id=instance.flavor_id, avoid=avoid)
         decision = builtin.choose(snap, request) if target is not None else _decide(snap, request, allocator)
         if decision.node is None:
             raise NotEnoughResources(decision.message)
@@ -289,7 +289,7 @@ def create_instance(session: Session, context: RequestContext, body: object, *,
     _check_name_free(session, project_id, request.name)
     resources = _resources(values["vcpus"], values["memory_mb"], values["disk_gb"])
     if resources or place.reservation is not None:
-        _place(session, placement, instance, place, resources, allocator, target=request.host)
+        place_instance(session, placement, instance, place, resources, allocator, target=request.host)
     _save(session, instance)
     return _view(session, instance)
 
@@ -356,7 +356,12 @@ def delete_instance(session: Session, context: RequestContext, ref: str,
     session.flush()
 
 
-def _place_of(session: Session, instance: Instance) -> _Place:
+def resources_of(instance: Instance) -> dict[str, int]:
+    """What the instance holds on its node, as Placement amounts."""
+    return _resources(instance.vcpus, instance.memory_mb, instance.disk_gb)
+
+
+def place_of(session: Session, instance: Instance) -> _Place:
     if instance.reservation_id is None:
         return _Place()
     reservation = session.get(Reservation, instance.reservation_id)
@@ -371,7 +376,7 @@ def _resize(session: Session, placement: PlacementBackend, instance: Instance, p
     resources = _resources(values["vcpus"], values["memory_mb"], values["disk_gb"])
     if instance.node_provider_uuid is None:
         if resources or place.reservation is not None:
-            _place(session, placement, instance, place, resources, allocator)
+            place_instance(session, placement, instance, place, resources, allocator)
     else:
         slot_provider = None
         if place.slot_class:
@@ -399,7 +404,7 @@ def commit_instance(session: Session, context: RequestContext, ref: str, body: o
     instance = _find(session, context, ref, lock=True)
     if not instance.forthcoming:
         raise Conflict(f"Instance {instance.uuid} is not forthcoming: it is real already.")
-    place = _place_of(session, instance)
+    place = place_of(session, instance)
     if sizes.given:
         base = {"vcpus": instance.vcpus, "memory_mb": instance.memory_mb, "disk_gb": instance.disk_gb,
                 "flavor_id": instance.flavor_id}
@@ -433,7 +438,7 @@ def modify_instance(session: Session, context: RequestContext, ref: str, body: o
     placement = placement or EmbeddedPlacement(session)
     sizes = requests.read_modify(body)
     instance = _find(session, context, ref, lock=True)
-    place = _place_of(session, instance)
+    place = place_of(session, instance)
     base = {"vcpus": instance.vcpus, "memory_mb": instance.memory_mb, "disk_gb": instance.disk_gb,
             "flavor_id": instance.flavor_id}
     values, flavor_id, _ = _resolve_sizes(session, context, sizes, base)

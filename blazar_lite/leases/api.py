@@ -175,7 +175,7 @@ def _query(allowed: set[str]) -> dict[str, str]:
     return {key: request.args[key] for key in request.args}
 
 
-def _rules() -> service.LeaseRules:
+def lease_rules() -> service.LeaseRules:
     """The operator's lease settings: when before_end_lease fires unless the lease says, and the
     idle gap between two bookings of a host."""
     settings = web.runtime().settings
@@ -220,7 +220,7 @@ def create_lease():  # type: ignore[no-untyped-def]
     web.enforce("leases:post", {"project_id": context.project_id})
     data = web.json_body(LeaseCreate())
     with web.runtime().db.transaction() as session:
-        view = service.create_lease(session, context, data, rules=_rules())
+        view = service.create_lease(session, context, data, rules=lease_rules())
     return {"lease": lease_body(view)}, 201
 
 
@@ -243,7 +243,7 @@ def update_lease(lease_id: str):  # type: ignore[no-untyped-def]
     data = web.json_body(LeaseUpdate())
     with web.runtime().db.transaction() as session:
         _authorize(session, lease_id, "leases:put")
-        view = update.update_lease(session, lease_id, data, rules=_rules())
+        view = update.update_lease(session, lease_id, data, rules=lease_rules())
     return {"lease": lease_body(view)}
 
 
