@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import Flask, Response, current_app, g, has_request_context, jsonify, request
-from marshmallow import Schema, ValidationError
+from marshmallow import Schema, ValidationError, fields
 from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 
@@ -109,6 +109,27 @@ def json_body(schema: Schema) -> Any:
         return schema.load(data)
     except ValidationError as exc:
         raise BadRequest(validation_message(exc.messages)) from None
+
+
+def query_args(allowed: set[str]) -> dict[str, str]:
+    """The query parameters, each given at most once, refusing ones the route does not know."""
+    unknown = sorted(set(request.args) - allowed)
+    if unknown:
+        known = ", ".join(sorted(allowed)) or "none"
+        raise BadRequest(f"Unknown query parameter {', '.join(unknown)}; this route accepts: {known}.")
+    args: dict[str, str] = {}
+    for key in request.args:
+        values = request.args.getlist(key)
+        if len(values) > 1:
+            raise BadRequest(f"Query parameter {key} may be given only once.")
+        args[key] = values[0]
+    return args
+
+
+def raw_field(description: str) -> fields.Raw:
+    """A body field documented but not typed by the schema: the service checks its type, with a
+    message that names the field (and accepts what Blazar's clients send, e.g. "True")."""
+    return fields.Raw(allow_none=True, metadata={"description": description})
 
 
 class _MediaTypeError(ServiceError):

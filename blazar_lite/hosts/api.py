@@ -11,7 +11,6 @@ import json
 import re
 from typing import Any
 
-from flask import request
 from flask_smorest import Blueprint
 from marshmallow import INCLUDE, Schema, fields, validate
 
@@ -211,20 +210,6 @@ def _host_id(text: str) -> int:
     return int(text)
 
 
-def _query(allowed: set[str]) -> dict[str, str]:
-    """The query parameters, each given at most once, refusing ones the route does not know."""
-    unknown = sorted(set(request.args) - allowed)
-    if unknown:
-        known = ", ".join(sorted(allowed)) or "none"
-        raise BadRequest(f"Unknown query parameter {', '.join(unknown)}; this route accepts: {known}.")
-    args: dict[str, str] = {}
-    for key in request.args:
-        values = request.args.getlist(key)
-        if len(values) > 1:
-            raise BadRequest(f"Query parameter {key} may be given only once.")
-        args[key] = values[0]
-    return args
-
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off", ""}
@@ -244,7 +229,7 @@ def _flag(args: dict[str, str], key: str) -> bool:
 def list_hosts():  # type: ignore[no-untyped-def]
     """List the hosts, with their extra capabilities as top-level keys."""
     web.enforce("hosts:get")
-    _query(set())
+    web.query_args(set())
     with web.runtime().db.read() as session:
         return {"hosts": [host_body(v) for v in service.list_hosts(session)]}
 
@@ -270,7 +255,7 @@ def create_host():  # type: ignore[no-untyped-def]
 def show_host(host_id: str):  # type: ignore[no-untyped-def]
     """Show one host."""
     web.enforce("hosts:get")
-    _query(set())
+    web.query_args(set())
     with web.runtime().db.read() as session:
         return {"host": host_body(service.get_host(session, _host_id(host_id)))}
 
@@ -309,7 +294,7 @@ def delete_host(host_id: str):  # type: ignore[no-untyped-def]
 def list_allocations():  # type: ignore[no-untyped-def]
     """The current and future reservations of every host (filter with lease_id, reservation_id)."""
     web.enforce("hosts:get_allocations")
-    args = _query({"lease_id", "reservation_id"})
+    args = web.query_args({"lease_id", "reservation_id"})
     with web.runtime().db.read() as session:
         found = service.host_allocations(session, lease_id=args.get("lease_id"),
                                          reservation_id=args.get("reservation_id"))
@@ -321,7 +306,7 @@ def list_allocations():  # type: ignore[no-untyped-def]
 def show_allocation(host_id: str):  # type: ignore[no-untyped-def]
     """The current and future reservations of one host (filter with lease_id, reservation_id)."""
     web.enforce("hosts:get_allocations")
-    args = _query({"lease_id", "reservation_id"})
+    args = web.query_args({"lease_id", "reservation_id"})
     with web.runtime().db.read() as session:
         [(found_id, reservations)] = service.host_allocations(
             session, _host_id(host_id), lease_id=args.get("lease_id"), reservation_id=args.get("reservation_id"))
@@ -351,7 +336,7 @@ def evacuate_host(host_id: str):  # type: ignore[no-untyped-def]
 def list_relocations():  # type: ignore[no-untyped-def]
     """What moved where when hosts were evacuated or went down (filter with host, lease_id)."""
     web.enforce("hosts:get_relocations")
-    args = _query({"host", "lease_id"})
+    args = web.query_args({"host", "lease_id"})
     with web.runtime().db.read() as session:
         found = relocation.list_relocations(session, host=args.get("host"), lease_id=args.get("lease_id"))
     return {"relocations": [_relocation_body(v) for v in found]}
@@ -363,7 +348,7 @@ def list_aggregates():  # type: ignore[no-untyped-def]
     """The freepool and the aggregate of every active physical:host reservation with the project
     that owns it and the hosts in it (`project_id=` for one project's)."""
     web.enforce("hosts:get_aggregates")
-    args = _query({"project_id"})
+    args = web.query_args({"project_id"})
     with web.runtime().db.read() as session:
         found = aggregates.list_aggregates(session, project_id=args.get("project_id"))
     return {"aggregates": [{"id": view.uuid, "name": view.name, "project_id": view.project_id,
@@ -378,7 +363,7 @@ def list_properties():  # type: ignore[no-untyped-def]
     """List the properties (extra capability names) hosts have: names only, or with detail=True
     their private flag and values; private ones only with all=True."""
     web.enforce("hosts:get_resource_properties")
-    args = _query({"detail", "all"})
+    args = web.query_args({"detail", "all"})
     detail, include_private = _flag(args, "detail"), _flag(args, "all")
     with web.runtime().db.read() as session:
         found = properties.list_properties(session, include_private=include_private)

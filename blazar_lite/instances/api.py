@@ -15,7 +15,6 @@ from flask_smorest import Blueprint
 from marshmallow import INCLUDE, Schema, fields
 
 from blazar_lite import web
-from blazar_lite.exceptions import BadRequest
 from blazar_lite.instances import service
 
 blp = Blueprint("instances", __name__, description="Instances: placement consumers, real or forthcoming")
@@ -23,54 +22,50 @@ blp = Blueprint("instances", __name__, description="Instances: placement consume
 DATE = "%Y-%m-%dT%H:%M:%S.%f"
 
 
-def _raw(description: str) -> fields.Raw:
-    # Types are checked by the service, whose messages name the field and what to give.
-    return fields.Raw(allow_none=True, metadata={"description": description})
-
 
 class InstanceCreate(Schema):
     class Meta:
         unknown = INCLUDE
 
-    name = _raw("Unique within the project; optional for a forthcoming instance. Not a UUID.")
-    flavor_id = _raw("The flavor whose size the instance has (a reservation's flavor places it in that "
+    name = web.raw_field("Unique within the project; optional for a forthcoming instance. Not a UUID.")
+    flavor_id = web.raw_field("The flavor whose size the instance has (a reservation's flavor places it in that "
                      "reservation).")
-    vcpus = _raw("Instead of a flavor: vCPUs.")
-    memory_mb = _raw("Instead of a flavor: MB of memory.")
-    disk_gb = _raw("Instead of a flavor: GB of disk (default 0).")
-    reservation_id = _raw("An active reservation of the project to create the instance in; the size "
+    vcpus = web.raw_field("Instead of a flavor: vCPUs.")
+    memory_mb = web.raw_field("Instead of a flavor: MB of memory.")
+    disk_gb = web.raw_field("Instead of a flavor: GB of disk (default 0).")
+    reservation_id = web.raw_field("An active reservation of the project to create the instance in; the size "
                           "defaults to the reservation's slot.")
-    host = _raw("Admins only: the node to put the instance on.")
-    forthcoming = _raw("true: hold room for an instance that exists only on paper; every field is optional.")
+    host = web.raw_field("Admins only: the node to put the instance on.")
+    forthcoming = web.raw_field("true: hold room for an instance that exists only on paper; every field is optional.")
 
 
 class InstanceCommit(Schema):
     class Meta:
         unknown = INCLUDE
 
-    name = _raw("A name, if the forthcoming instance has none yet (or a new one).")
-    flavor_id = _raw("Completes or changes the size.")
-    vcpus = _raw("Completes or changes the size.")
-    memory_mb = _raw("Completes or changes the size.")
-    disk_gb = _raw("Completes or changes the size.")
+    name = web.raw_field("A name, if the forthcoming instance has none yet (or a new one).")
+    flavor_id = web.raw_field("Completes or changes the size.")
+    vcpus = web.raw_field("Completes or changes the size.")
+    memory_mb = web.raw_field("Completes or changes the size.")
+    disk_gb = web.raw_field("Completes or changes the size.")
 
 
 class InstanceModify(Schema):
     class Meta:
         unknown = INCLUDE
 
-    flavor_id = _raw("The new size, as a flavor.")
-    vcpus = _raw("The new vCPUs.")
-    memory_mb = _raw("The new MB of memory.")
-    disk_gb = _raw("The new GB of disk.")
+    flavor_id = web.raw_field("The new size, as a flavor.")
+    vcpus = web.raw_field("The new vCPUs.")
+    memory_mb = web.raw_field("The new MB of memory.")
+    disk_gb = web.raw_field("The new GB of disk.")
 
 
 class InstanceRename(Schema):
     class Meta:
         unknown = INCLUDE
 
-    new_name = _raw("The new name (Ganeti's field; `name` is accepted too).")
-    name = _raw("The new name.")
+    new_name = web.raw_field("The new name (Ganeti's field; `name` is accepted too).")
+    name = web.raw_field("The new name.")
 
 
 class InstanceSchema(Schema):
@@ -124,13 +119,6 @@ def allocator_config() -> service.AllocatorConfig:
                                    tuple(settings.instances_iallocator_options.split()))
 
 
-def _query(allowed: set[str]) -> dict[str, str]:
-    unknown = sorted(set(request.args) - allowed)
-    if unknown:
-        known = ", ".join(sorted(allowed)) or "none"
-        raise BadRequest(f"Unknown query parameter {', '.join(unknown)}; this route accepts: {known}.")
-    return {key: request.args[key] for key in request.args}
-
 
 def _body(schema: Schema, *, optional: bool = False) -> Any:
     if optional and not request.get_data(cache=True).strip():
@@ -143,7 +131,7 @@ def _body(schema: Schema, *, optional: bool = False) -> Any:
 def list_instances():  # type: ignore[no-untyped-def]
     """List the caller's project's instances (admins: every project's, or one's with project_id)."""
     context = web.caller()
-    args = _query({"project_id"})
+    args = web.query_args({"project_id"})
     web.enforce("instances:get", {"project_id": context.project_id})
     project_id: str | None = args.get("project_id", context.project_id)
     if project_id != context.project_id:
@@ -174,7 +162,7 @@ def create_instance():  # type: ignore[no-untyped-def]
 def show_instance(ref: str):  # type: ignore[no-untyped-def]
     """Show an instance (by uuid or name)."""
     context = web.caller()
-    _query(set())
+    web.query_args(set())
     web.enforce("instances:get", {"project_id": context.project_id})
     with web.runtime().db.read() as session:
         return {"instance": instance_body(service.get_instance(session, context, ref))}

@@ -10,21 +10,16 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from flask import request
 from flask_smorest import Blueprint
 from marshmallow import INCLUDE, RAISE, Schema, fields
 
 from blazar_lite import web
-from blazar_lite.exceptions import BadRequest, NotFound
+from blazar_lite.exceptions import NotFound
 from blazar_lite.leases import service, update
 from blazar_lite.leases.dates import format_date, format_timestamp
 
 blp = Blueprint("leases", __name__, description="Leases and their reservations (Blazar leases)")
 
-
-def _raw(description: str) -> fields.Raw:
-    # Types are checked by the service, which accepts what Blazar's clients send (e.g. "True").
-    return fields.Raw(allow_none=True, metadata={"description": description})
 
 
 class LeaseReservationCreate(Schema):
@@ -33,20 +28,20 @@ class LeaseReservationCreate(Schema):
     class Meta:
         unknown = INCLUDE
 
-    resource_type = _raw("physical:host, virtual:instance or flavor:instance.")
-    min = _raw("physical:host: fewest hosts (integer).")
-    max = _raw("physical:host: most hosts (integer).")
-    hypervisor_properties = _raw('physical:host: a JSON filter string such as "[\\">=\\", \\"$vcpus\\", '
+    resource_type = web.raw_field("physical:host, virtual:instance or flavor:instance.")
+    min = web.raw_field("physical:host: fewest hosts (integer).")
+    max = web.raw_field("physical:host: most hosts (integer).")
+    hypervisor_properties = web.raw_field('physical:host: a JSON filter string such as "[\\">=\\", \\"$vcpus\\", '
                                  '\\"2\\"]" or "".')
-    resource_properties = _raw("A JSON filter string over extra capabilities.")
-    before_end = _raw("physical:host: default, snapshot or empty.")
-    vcpus = _raw("virtual:instance: vCPUs per slot.")
-    memory_mb = _raw("virtual:instance: MB of memory per slot.")
-    disk_gb = _raw("virtual:instance: GB of disk per slot.")
-    amount = _raw("Instance reservations: number of slots.")
-    affinity = _raw("true (one host), false (distinct hosts) or null (anywhere); the strings True, False and "
+    resource_properties = web.raw_field("A JSON filter string over extra capabilities.")
+    before_end = web.raw_field("physical:host: default, snapshot or empty.")
+    vcpus = web.raw_field("virtual:instance: vCPUs per slot.")
+    memory_mb = web.raw_field("virtual:instance: MB of memory per slot.")
+    disk_gb = web.raw_field("virtual:instance: GB of disk per slot.")
+    amount = web.raw_field("Instance reservations: number of slots.")
+    affinity = web.raw_field("true (one host), false (distinct hosts) or null (anywhere); the strings True, False and "
                     "None too.")
-    flavor_id = _raw("flavor:instance: the flavor whose size a slot has.")
+    flavor_id = web.raw_field("flavor:instance: the flavor whose size a slot has.")
 
 
 class LeaseCreate(Schema):
@@ -69,16 +64,16 @@ class LeaseReservationUpdate(Schema):
         unknown = INCLUDE
 
     id = fields.String(required=True, metadata={"description": "The reservation's id."})
-    min = _raw("physical:host: fewest hosts.")
-    max = _raw("physical:host: most hosts.")
-    hypervisor_properties = _raw("physical:host: a JSON filter string.")
-    resource_properties = _raw("A JSON filter string over extra capabilities.")
-    before_end = _raw("physical:host: default, snapshot or empty.")
-    vcpus = _raw("virtual:instance: vCPUs per slot.")
-    memory_mb = _raw("virtual:instance: MB of memory per slot.")
-    disk_gb = _raw("virtual:instance: GB of disk per slot.")
-    amount = _raw("Instance reservations: number of slots.")
-    affinity = _raw("Instance reservations: true, false or null (or the strings True, False, None).")
+    min = web.raw_field("physical:host: fewest hosts.")
+    max = web.raw_field("physical:host: most hosts.")
+    hypervisor_properties = web.raw_field("physical:host: a JSON filter string.")
+    resource_properties = web.raw_field("A JSON filter string over extra capabilities.")
+    before_end = web.raw_field("physical:host: default, snapshot or empty.")
+    vcpus = web.raw_field("virtual:instance: vCPUs per slot.")
+    memory_mb = web.raw_field("virtual:instance: MB of memory per slot.")
+    disk_gb = web.raw_field("virtual:instance: GB of disk per slot.")
+    amount = web.raw_field("Instance reservations: number of slots.")
+    affinity = web.raw_field("Instance reservations: true, false or null (or the strings True, False, None).")
 
 
 class LeaseUpdate(Schema):
@@ -167,13 +162,6 @@ def lease_body(view: service.LeaseView) -> dict[str, Any]:
                     "status": e.status} for e in view.events]}
 
 
-def _query(allowed: set[str]) -> dict[str, str]:
-    unknown = sorted(set(request.args) - allowed)
-    if unknown:
-        known = ", ".join(sorted(allowed)) or "none"
-        raise BadRequest(f"Unknown query parameter {', '.join(unknown)}; this route accepts: {known}.")
-    return {key: request.args[key] for key in request.args}
-
 
 def lease_rules() -> service.LeaseRules:
     """The operator's lease settings: when before_end_lease fires unless the lease says, and the
@@ -198,7 +186,7 @@ def _authorize(session: Any, lease_id: str, rule: str) -> None:
 def list_leases():  # type: ignore[no-untyped-def]
     """List the caller's project's leases (admins: every project's, or one project's with project_id)."""
     context = web.caller()
-    args = _query({"project_id"})
+    args = web.query_args({"project_id"})
     web.enforce("leases:get", {"project_id": context.project_id})
     sees_all = web.runtime().policy.allows("leases:get_all", context)
     project_id: str | None = args.get("project_id", context.project_id)
@@ -228,7 +216,7 @@ def create_lease():  # type: ignore[no-untyped-def]
 @blp.alt_response(200, schema=LeaseEnvelope, description="The lease.")
 def show_lease(lease_id: str):  # type: ignore[no-untyped-def]
     """Show a lease with its reservations and events."""
-    _query(set())
+    web.query_args(set())
     with web.runtime().db.read() as session:
         _authorize(session, lease_id, "leases:get")
         return {"lease": lease_body(service.get_lease(session, lease_id))}

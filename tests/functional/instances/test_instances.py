@@ -282,3 +282,12 @@ def test_a_failing_iallocator_is_a_409_quoting_it_and_creates_nothing(settings, 
                                        headers=MEMBER), 409)
     assert "broken" in message and "cannot read the cluster" in message
     assert client.get("/v1/instances", headers=MEMBER).get_json()["instances"] == []
+
+
+def test_an_ended_reservation_takes_no_instance_and_says_so(client: FlaskClient, database: Database) -> None:
+    register(client, "compute-1")
+    lease = started_lease(client, database, [slots(1)])
+    end = dt.datetime.strptime(lease["end_date"], "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=dt.UTC)
+    run_due_events(database, now=end + SECOND)
+    body = {"name": "vm", "reservation_id": lease["reservations"][0]["id"]}
+    assert "is TERMINATED" in blazar_error(client.post("/v1/instances", json=body, headers=MEMBER), 409)
