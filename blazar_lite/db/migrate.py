@@ -21,7 +21,8 @@ def alembic_config(url: str) -> Config:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Bring the schema to `revision`, then make sure the standard classes and traits exist."""
+    """Bring the schema to `revision`, make sure the standard classes and traits exist, and
+    refresh the planner's statistics (SQLite)."""
     config = alembic_config(engine.url.render_as_string(hide_password=False))
     with engine.begin() as connection:
         config.attributes["connection"] = connection
@@ -29,6 +30,9 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     from blazar_lite.placement.reference_data import sync_standard_names
 
     sync_standard_names(engine)
+    from blazar_lite.db.maintenance import refresh_statistics
+
+    refresh_statistics(engine)
 
 
 def current_revision(engine: Engine) -> str | None:

@@ -43,7 +43,9 @@ class Lease(Base):
 
     __tablename__ = "leases"
     # Blazar refuses a second lease of the same name; per project, so projects never collide.
-    __table_args__ = (UniqueConstraint("project_id", "name"),)
+    # Every availability check reads the leases overlapping a window: end_date > start and
+    # start_date < end, answered by a range scan of this index.
+    __table_args__ = (UniqueConstraint("project_id", "name"), Index("ix_leases_window", "end_date", "start_date"))
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     name: Mapped[str] = mapped_column(String(MAX_NAME))
     user_id: Mapped[str] = mapped_column(String(255))

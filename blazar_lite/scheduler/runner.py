@@ -20,6 +20,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.orm import Session
 
 from blazar_lite.db import Database, utcnow
+from blazar_lite.db.maintenance import refresh_statistics
 from blazar_lite.exceptions import ConcurrentUpdate
 from blazar_lite.leases import lifecycle
 from blazar_lite.leases.models import (
@@ -208,6 +209,10 @@ def run_due_events(database: Database, now: dt.datetime | None = None, worker_id
             results.append(run_claim(database, claim, worker_id, now=moment, max_attempts=max_attempts))
 
 
+# Seconds between two refreshes of the database's planner statistics (SQLite only).
+STATISTICS_INTERVAL = 3600
+
+
 class LeaseScheduler:
     """A background APScheduler job that runs `run_due_events` every `[scheduler] interval`
     seconds, with its own database engine. One pass at a time: a pass that overruns the interval
@@ -223,6 +228,15 @@ class LeaseScheduler:
         self._scheduler = BackgroundScheduler(timezone=dt.UTC)
         self._scheduler.add_job(self.run_once, "interval", seconds=settings.scheduler_interval, max_instances=1,
                                 coalesce=True, id="lease-events", next_run_time=dt.datetime.now(dt.UTC))
+        self._scheduler.add_job(self.refresh_statistics, "interval", seconds=STATISTICS_INTERVAL, max_instances=1,
+                                coalesce=True, id="statistics")
+
+    def refresh_statistics(self) -> None:
+        """Keep SQLite's planner statistics up to date as leases come and go (a failure is logged)."""
+        try:
+            refresh_statistics(self.database.engine)
+        except Exception:
+            LOG.exception("refreshing the database statistics failed; the next run tries again")
 
     def run_once(self) -> list[EventResult]:
         """One pass; a failure of the pass itself (database down) is logged, and the next pass tries again."""
