@@ -13,11 +13,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid as uuidlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, delete, or_, select
+from sqlalchemy import DateTime, and_, delete, or_, select, type_coerce
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -267,17 +267,11 @@ def _booking_amounts(resource_type: str, slots: int, sizes: Mapping[str, Any]) -
     return {name: slots * (sizes[name] or 0) for name in ("vcpus", "memory_mb", "disk_gb")}
 
 
-def _snapshot(session: Session, window: availability.Window, exclude_lease_id: str | None = None,
-              cleaning_time: dt.timedelta = availability.NO_CLEANING,
-              with_attributes: bool = True) -> dict[int, availability.Host]:
-    """The reservable hosts that are up, with their capacity, attributes and the bookings of
-    other leases overlapping `window` (all but `exclude_lease_id`'s, which an update re-decides).
-    Locks the host rows (PostgreSQL) so that no other writer books them before this transaction
-    ends; with `exclude_lease_id`, the rows of the hosts that lease books too, even those no longer
-    reservable or up, in the same id-ordered statement, because an update of an active lease
-    changes their providers. With `cleaning_time`, bookings that end less than that before the
-    window or start less than that after it count too. Without `with_attributes` (no filter
-    will read them) the hosts' fields and extra capabilities are left out."""
+def _offered(session: Session, exclude_lease_id: str | None = None) -> dict[int, dict[str, int]]:
+    """{host id: capacity} of the reservable hosts that are up. Locks the host rows (PostgreSQL)
+    so that no other writer books them before this transaction ends; with `exclude_lease_id`,
+    the rows of the hosts that lease books too, even those no longer reservable or up, in the
+    same id-ordered statement, because an update of an active lease changes their providers."""
     offered = and_(Host.reservable.is_(True), Host.status == "up")
     locked = offered
     if exclude_lease_id is not None:
@@ -286,14 +280,17 @@ def _snapshot(session: Session, window: availability.Window, exclude_lease_id: s
                   .where(Reservation.lease_id == exclude_lease_id))
         locked = or_(offered, Host.id.in_(booked))
     # Plain tuples, not ORM objects: a cluster's worth of hosts is read on every create.
-    capacity = {host_id: {"vcpus": vcpus, "memory_mb": memory_mb, "disk_gb": local_gb}
-                for host_id, reservable, status, vcpus, memory_mb, local_gb in session.execute(
-                    select(Host.id, Host.reservable, Host.status, Host.vcpus, Host.memory_mb, Host.local_gb)
-                    .where(locked).order_by(Host.id).with_for_update())
-                if reservable and status == "up"}
-    ids = list(capacity)
+    return {host_id: {"vcpus": vcpus, "memory_mb": memory_mb, "disk_gb": local_gb}
+            for host_id, reservable, status, vcpus, memory_mb, local_gb in session.execute(
+                select(Host.id, Host.reservable, Host.status, Host.vcpus, Host.memory_mb, Host.local_gb)
+                .where(locked).order_by(Host.id).with_for_update())
+            if reservable and status == "up"}
+
+
+def _attributes_of(session: Session, ids: Sequence[int]) -> dict[int, dict[str, object]]:
+    """What filters read of each host: its fields, then its extra capabilities."""
     attributes: dict[int, dict[str, object]] = {}
-    if with_attributes and ids:
+    if ids:
         for row in session.execute(select(Host.id, *(getattr(Host, name) for name in _HOST_ATTRIBUTES))
                                    .where(Host.id.in_(ids))):
             attributes[row[0]] = dict(zip(_HOST_ATTRIBUTES, row[1:], strict=True))
@@ -301,26 +298,94 @@ def _snapshot(session: Session, window: availability.Window, exclude_lease_id: s
                 select(ExtraCapability.host_id, ExtraCapability.name, ExtraCapability.value)
                 .where(ExtraCapability.host_id.in_(ids))):
             attributes[host_id].setdefault(name, value)
-    bookings: dict[int, list[availability.Booking]] = {host_id: [] for host_id in ids}
-    if ids:
-        stmt = (select(ReservationBooking.host_id, ReservationBooking.slots, Reservation.id, Reservation.resource_type,
-                       Reservation.vcpus, Reservation.memory_mb, Reservation.disk_gb, Lease.start_date, Lease.end_date)
-                .join(Reservation, Reservation.id == ReservationBooking.reservation_id)
-                .join(Lease, Lease.id == Reservation.lease_id)
-                .where(Lease.start_date < window.end + cleaning_time, Lease.end_date > window.start - cleaning_time,
-                       Lease.status != TERMINATED))
-        if exclude_lease_id is not None:
-            stmt = stmt.where(Lease.id != exclude_lease_id)
-        for host_id, slots, reserved, resource_type, vcpus, memory_mb, disk_gb, start, end in session.execute(stmt):
-            held = bookings.get(host_id)
-            if held is not None:
-                sizes = {"vcpus": vcpus, "memory_mb": memory_mb, "disk_gb": disk_gb}
-                held.append(availability.Booking(start, end, _booking_amounts(resource_type, slots, sizes),
-                                                 exclusive=resource_type == PHYSICAL_HOST,
-                                                 reservation_id=reserved))
-    no_attributes: dict[str, object] = {}
-    return {host_id: availability.Host(host_id, capacity[host_id], bookings[host_id],
-                                       attributes.get(host_id, no_attributes)) for host_id in ids}
+    return attributes
+
+
+def _overlap(window: availability.Window, cleaning_time: dt.timedelta, exclude_lease_id: str | None) -> list[Any]:
+    """Conditions for the bookings of leases overlapping `window` (widened by `cleaning_time`)."""
+    conditions = [Lease.start_date < window.end + cleaning_time, Lease.end_date > window.start - cleaning_time,
+                  Lease.status != TERMINATED]
+    if exclude_lease_id is not None:
+        conditions.append(Lease.id != exclude_lease_id)
+    return conditions
+
+
+def _busy(session: Session, window: availability.Window, cleaning_time: dt.timedelta) -> set[int]:
+    """The hosts that have a booking overlapping `window`."""
+    return set(session.scalars(select(ReservationBooking.host_id).distinct()
+                               .join(Reservation, Reservation.id == ReservationBooking.reservation_id)
+                               .join(Lease, Lease.id == Reservation.lease_id)
+                               .where(*_overlap(window, cleaning_time, None))))
+
+
+def _bookings(session: Session, window: availability.Window, cleaning_time: dt.timedelta,
+              exclude_lease_id: str | None) -> dict[int, list[availability.Booking]]:
+    """The bookings overlapping `window`, by host."""
+    # Dates come back as naive UTC (no per-value conversion) and are made aware once per
+    # distinct value; amounts are built once per distinct size: a busy window has thousands
+    # of bookings and far fewer leases and sizes.
+    start_date, end_date = type_coerce(Lease.start_date, DateTime()), type_coerce(Lease.end_date, DateTime())
+    stmt = (select(ReservationBooking.host_id, ReservationBooking.slots, Reservation.id, Reservation.resource_type,
+                   Reservation.vcpus, Reservation.memory_mb, Reservation.disk_gb, start_date, end_date)
+            .join(Reservation, Reservation.id == ReservationBooking.reservation_id)
+            .join(Lease, Lease.id == Reservation.lease_id)
+            .where(*_overlap(window, cleaning_time, exclude_lease_id)))
+    found: dict[int, list[availability.Booking]] = {}
+    aware: dict[dt.datetime, dt.datetime] = {}
+    amounts: dict[tuple[Any, ...], dict[str, int]] = {}
+    for host_id, slots, reserved, resource_type, vcpus, memory_mb, disk_gb, start, end in session.execute(stmt):
+        size = (resource_type, slots, vcpus, memory_mb, disk_gb)
+        if size not in amounts:
+            amounts[size] = _booking_amounts(resource_type, slots,
+                                             {"vcpus": vcpus, "memory_mb": memory_mb, "disk_gb": disk_gb})
+        if start not in aware:
+            aware[start] = start.replace(tzinfo=dt.UTC)
+        if end not in aware:
+            aware[end] = end.replace(tzinfo=dt.UTC)
+        found.setdefault(host_id, []).append(availability.Booking(
+            aware[start], aware[end], amounts[size], exclusive=resource_type == PHYSICAL_HOST,
+            reservation_id=reserved))
+    return found
+
+
+_NO_ATTRIBUTES: dict[str, object] = {}
+
+
+def _hosts(capacity: Mapping[int, dict[str, int]], ids: Iterable[int],
+           bookings: Mapping[int, list[availability.Booking]],
+           attributes: Mapping[int, dict[str, object]]) -> dict[int, availability.Host]:
+    return {host_id: availability.Host(host_id, capacity[host_id], bookings.get(host_id, []),
+                                       attributes.get(host_id, _NO_ATTRIBUTES)) for host_id in ids}
+
+
+def _snapshot(session: Session, window: availability.Window, exclude_lease_id: str | None = None,
+              cleaning_time: dt.timedelta = availability.NO_CLEANING,
+              with_attributes: bool = True) -> dict[int, availability.Host]:
+    """The reservable hosts that are up (rows locked, see `_offered`), with their capacity,
+    attributes and the bookings of other leases overlapping `window` (all but
+    `exclude_lease_id`'s, which an update re-decides). With `cleaning_time`, bookings that end
+    less than that before the window or start less than that after it count too. Without
+    `with_attributes` (no filter will read them) the hosts' fields and extra capabilities are
+    left out."""
+    capacity = _offered(session, exclude_lease_id)
+    ids = list(capacity)
+    attributes = _attributes_of(session, ids) if with_attributes else {}
+    bookings = _bookings(session, window, cleaning_time, exclude_lease_id) if ids else {}
+    return _hosts(capacity, ids, bookings, attributes)
+
+
+def _physical_alone(session: Session, request: _Request, window: availability.Window,
+                    cleaning_time: dt.timedelta, with_attributes: bool) -> dict[int, int]:
+    """The decision `_choose` makes over the whole snapshot, for a lease whose one reservation is
+    physical:host, reading far less: such a reservation only ever takes hosts without an
+    overlapping booking, so only which hosts have one is read, not the bookings. Same answer,
+    same message."""
+    capacity = _offered(session)
+    ids = list(capacity)
+    attributes = _attributes_of(session, ids) if with_attributes else {}
+    busy = _busy(session, window, cleaning_time) if ids else set()
+    free = [host_id for host_id in ids if host_id not in busy]
+    return _choose(request, _hosts(capacity, free, {}, attributes), window, cleaning_time)
 
 
 def _book(hosts: dict[int, availability.Host], host_id: int, booking: availability.Booking) -> None:
@@ -405,15 +470,19 @@ def create_lease(session: Session, context: RequestContext, body: Mapping[str, A
                   start_date=start, end_date=end, before_end_date=before_end, status=PENDING, degraded=False)
     window = availability.Window(start, end)
     filtered = any(not request.predicate.is_empty for request in requests)
-    hosts = _snapshot(session, window, cleaning_time=rules.cleaning_time, with_attributes=filtered) if requests else {}
     decisions = []
-    for request in requests:
-        chosen = _choose(request, hosts, window, rules.cleaning_time)
-        for host_id, slots in chosen.items():
-            _book(hosts, host_id, availability.Booking(
-                start, end, _booking_amounts(request.row.resource_type, slots, request.slot),
-                exclusive=request.row.resource_type == PHYSICAL_HOST, reservation_id=request.row.id))
-        decisions.append((request, chosen))
+    if len(requests) == 1 and requests[0].row.resource_type == PHYSICAL_HOST:
+        decisions.append((requests[0], _physical_alone(session, requests[0], window, rules.cleaning_time, filtered)))
+    elif requests:
+        # Several reservations share one snapshot: each sees what the ones before it took.
+        hosts = _snapshot(session, window, cleaning_time=rules.cleaning_time, with_attributes=filtered)
+        for request in requests:
+            chosen = _choose(request, hosts, window, rules.cleaning_time)
+            for host_id, slots in chosen.items():
+                _book(hosts, host_id, availability.Booking(
+                    start, end, _booking_amounts(request.row.resource_type, slots, request.slot),
+                    exclusive=request.row.resource_type == PHYSICAL_HOST, reservation_id=request.row.id))
+            decisions.append((request, chosen))
 
     try:
         session.add(lease)
