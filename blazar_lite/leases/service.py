@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import DateTime, and_, delete, or_, select, type_coerce
+from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -321,30 +321,22 @@ def _busy(session: Session, window: availability.Window, cleaning_time: dt.timed
 def _bookings(session: Session, window: availability.Window, cleaning_time: dt.timedelta,
               exclude_lease_id: str | None) -> dict[int, list[availability.Booking]]:
     """The bookings overlapping `window`, by host."""
-    # Dates come back as naive UTC (no per-value conversion) and are made aware once per
-    # distinct value; amounts are built once per distinct size: a busy window has thousands
-    # of bookings and far fewer leases and sizes.
-    start_date, end_date = type_coerce(Lease.start_date, DateTime()), type_coerce(Lease.end_date, DateTime())
+    # Amounts are built once per distinct size: a busy window has thousands of bookings and
+    # far fewer sizes.
     stmt = (select(ReservationBooking.host_id, ReservationBooking.slots, Reservation.id, Reservation.resource_type,
-                   Reservation.vcpus, Reservation.memory_mb, Reservation.disk_gb, start_date, end_date)
+                   Reservation.vcpus, Reservation.memory_mb, Reservation.disk_gb, Lease.start_date, Lease.end_date)
             .join(Reservation, Reservation.id == ReservationBooking.reservation_id)
             .join(Lease, Lease.id == Reservation.lease_id)
             .where(*_overlap(window, cleaning_time, exclude_lease_id)))
     found: dict[int, list[availability.Booking]] = {}
-    aware: dict[dt.datetime, dt.datetime] = {}
     amounts: dict[tuple[Any, ...], dict[str, int]] = {}
     for host_id, slots, reserved, resource_type, vcpus, memory_mb, disk_gb, start, end in session.execute(stmt):
         size = (resource_type, slots, vcpus, memory_mb, disk_gb)
         if size not in amounts:
             amounts[size] = _booking_amounts(resource_type, slots,
                                              {"vcpus": vcpus, "memory_mb": memory_mb, "disk_gb": disk_gb})
-        if start not in aware:
-            aware[start] = start.replace(tzinfo=dt.UTC)
-        if end not in aware:
-            aware[end] = end.replace(tzinfo=dt.UTC)
         found.setdefault(host_id, []).append(availability.Booking(
-            aware[start], aware[end], amounts[size], exclusive=resource_type == PHYSICAL_HOST,
-            reservation_id=reserved))
+            start, end, amounts[size], exclusive=resource_type == PHYSICAL_HOST, reservation_id=reserved))
     return found
 
 
