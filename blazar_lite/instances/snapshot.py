@@ -31,9 +31,12 @@ HOST_CLASSES = ("VCPU", "MEMORY_MB", "DISK_GB")
 class NodeRow:
     name: str
     provider_uuid: str
-    host: Host | None = None
+    host_id: int | None = None
+    status: str = UP
     # The host's reservation provider and the reservation's slots booked there (instance reservations).
     reservation_provider_uuid: str | None = None
+    # {class: (capacity, used)} of the node, when it was read with the node.
+    room: dict[str, tuple[int, int]] | None = None
 
 
 def _hosts_of(session: Session, reservation: Reservation) -> list[NodeRow]:
@@ -41,16 +44,17 @@ def _hosts_of(session: Session, reservation: Reservation) -> list[NodeRow]:
                            .where(ReservationBooking.reservation_id == reservation.id)
                            .order_by(Host.hypervisor_hostname)).scalars().all()
     instance_reservation = reservation.resource_type != PHYSICAL_HOST
-    return [NodeRow(host.hypervisor_hostname, host.resource_provider_uuid, host,
+    return [NodeRow(host.hypervisor_hostname, host.resource_provider_uuid, host.id, host.status,
                     host.reservation_provider_uuid if instance_reservation else None) for host in rows]
 
 
 def _on_demand(session: Session, placement: PlacementBackend) -> list[NodeRow]:
     owned = list(session.scalars(select(HostAggregate.uuid)))
     found = placement.compute_nodes_outside([FREEPOOL_AGGREGATE_UUID, *owned])
-    hosts = {host.resource_provider_uuid: host for host in session.scalars(
-        select(Host).where(Host.resource_provider_uuid.in_([uuid for uuid, _ in found])))} if found else {}
-    return [NodeRow(name, uuid, hosts.get(uuid)) for uuid, name in found]
+    # Plain tuples of every host: cheaper than asking for a thousand provider uuids by value.
+    hosts = {uuid: (host_id, status) for uuid, host_id, status in session.execute(
+        select(Host.resource_provider_uuid, Host.id, Host.status))} if found else {}
+    return [NodeRow(name, uuid, *hosts.get(uuid, (None, UP)), room=room) for uuid, name, room in found]
 
 
 def node_rows(session: Session, placement: PlacementBackend, reservation: Reservation | None) -> list[NodeRow]:
@@ -58,12 +62,17 @@ def node_rows(session: Session, placement: PlacementBackend, reservation: Reserv
     return _on_demand(session, placement) if reservation is None else _hosts_of(session, reservation)
 
 
+# Above this many nodes, counting every node's instances beats naming the nodes one by one.
+MANY_NODES = 100
+
+
 def _instance_counts(session: Session, provider_uuids: Sequence[str]) -> dict[str, int]:
     if not provider_uuids:
         return {}
-    return dict(session.execute(select(Instance.node_provider_uuid, func.count())
-                                .where(Instance.node_provider_uuid.in_(provider_uuids))
-                                .group_by(Instance.node_provider_uuid)).all())
+    stmt = select(Instance.node_provider_uuid, func.count()).group_by(Instance.node_provider_uuid)
+    if len(provider_uuids) <= MANY_NODES:
+        stmt = stmt.where(Instance.node_provider_uuid.in_(provider_uuids))
+    return dict(session.execute(stmt).all())
 
 
 def _instances_on(session: Session, provider_uuids: Sequence[str]) -> dict[str, list[InstanceOnNode]]:
@@ -88,12 +97,14 @@ def read_snapshot(session: Session, placement: PlacementBackend, rows: Iterable[
     rows = list(rows)
     uuids = [row.provider_uuid for row in rows]
     slot_providers = [row.reservation_provider_uuid for row in rows if row.reservation_provider_uuid]
-    room = placement.room(uuids + slot_providers)
+    unread = [row.provider_uuid for row in rows if row.room is None] + slot_providers
+    room = placement.room(unread) if unread else {}
+    room.update({row.provider_uuid: row.room for row in rows if row.room is not None})
     counts = _instance_counts(session, uuids)
     instances = _instances_on(session, uuids) if with_instances else {}
     capabilities: dict[int, dict[str, str]] = {}
     if with_details:
-        host_ids = [row.host.id for row in rows if row.host is not None]
+        host_ids = [row.host_id for row in rows if row.host_id is not None]
         for host_id, name, value in session.execute(
                 select(ExtraCapability.host_id, ExtraCapability.name, ExtraCapability.value)
                 .where(ExtraCapability.host_id.in_(host_ids))):
@@ -105,13 +116,12 @@ def read_snapshot(session: Session, placement: PlacementBackend, rows: Iterable[
         if resource_class is not None and row.reservation_provider_uuid:
             slots = room.get(row.reservation_provider_uuid, {}).get(resource_class, (0, 0))
         nodes.append(Node(
-            name=row.name, provider_uuid=row.provider_uuid, status=row.host.status if row.host else UP,
-            host_id=row.host.id if row.host else None,
+            name=row.name, provider_uuid=row.provider_uuid, status=row.status, host_id=row.host_id,
             capacity={rc: cap for rc, (cap, _) in node_room.items()},
             used={rc: used for rc, (_, used) in node_room.items()},
             instance_count=counts.get(row.provider_uuid, 0),
             instances=tuple(instances.get(row.provider_uuid, ())),
             aggregates=frozenset(placement.aggregates(row.provider_uuid)) if with_details else frozenset(),
-            capabilities=capabilities.get(row.host.id, {}) if row.host else {},
+            capabilities=capabilities.get(row.host_id, {}) if row.host_id is not None else {},
             reservation_slots=slots))
     return Snapshot(tuple(nodes))

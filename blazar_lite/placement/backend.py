@@ -74,8 +74,9 @@ class PlacementBackend(Protocol):
         """{provider uuid: {class: (capacity, used)}} for these providers, in one round trip."""
         ...
 
-    def compute_nodes_outside(self, aggregate_uuids: list[str]) -> list[tuple[str, str]]:
-        """(uuid, name) of the root providers with VCPU inventory in none of these aggregates."""
+    def compute_nodes_outside(self, aggregate_uuids: list[str]) -> list[tuple[str, str, dict[str, tuple[int, int]]]]:
+        """(uuid, name, {class: (capacity, used)}) of the root providers with VCPU inventory in
+        none of these aggregates, by name."""
         ...
 
     def allocation_candidates(self, query: Mapping[str, list[str]]) -> candidates.CandidatesResult:
@@ -145,7 +146,7 @@ class EmbeddedPlacement:
     def room(self, provider_uuids: list[str]) -> dict[str, dict[str, tuple[int, int]]]:
         return usages.provider_room(self.session, provider_uuids)
 
-    def compute_nodes_outside(self, aggregate_uuids: list[str]) -> list[tuple[str, str]]:
+    def compute_nodes_outside(self, aggregate_uuids: list[str]) -> list[tuple[str, str, dict[str, tuple[int, int]]]]:
         return usages.roots_with_class_outside(self.session, "VCPU", aggregate_uuids)
 
     def allocation_candidates(self, query: Mapping[str, list[str]]) -> candidates.CandidatesResult:

@@ -127,18 +127,37 @@ def provider_room(session: Session, provider_uuids: Iterable[str]) -> dict[str, 
     return room
 
 
-def roots_with_class_outside(session: Session, resource_class: str,
-                             aggregate_uuids: Iterable[str]) -> list[tuple[str, str]]:
-    """(uuid, name) of every root provider with inventory of `resource_class` that is in none of
-    `aggregate_uuids`, by name."""
+def roots_with_class_outside(session: Session, resource_class: str, aggregate_uuids: Iterable[str]
+                             ) -> list[tuple[str, str, dict[str, tuple[int, int]]]]:
+    """(uuid, name, {class: (capacity, used)}) of every root provider with inventory of
+    `resource_class` that is in none of `aggregate_uuids`, by name. Two statements whatever the
+    number of providers: the providers are chosen inside SQL, not passed in as a list."""
     excluded = (select(provider_aggregates.c.resource_provider_id)
                 .join(Aggregate, Aggregate.id == provider_aggregates.c.aggregate_id)
                 .where(Aggregate.uuid.in_(list(aggregate_uuids))))
+    chosen = (select(ResourceProvider.id)
+              .join(Inventory, Inventory.resource_provider_id == ResourceProvider.id)
+              .join(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
+              .where(ResourceClass.name == resource_class, ResourceProvider.root_provider_id == ResourceProvider.id,
+                     ResourceProvider.id.not_in(excluded)))
+    usage = (select(Allocation.resource_provider_id, Allocation.resource_class_id,
+                    func.sum(Allocation.used).label("used"))
+             .where(Allocation.resource_provider_id.in_(chosen))
+             .group_by(Allocation.resource_provider_id, Allocation.resource_class_id)
+             .subquery("usage"))
+    # Class names are looked up apart: joined in, they lead SQLite to walk every class.
+    class_names = dict(session.execute(select(ResourceClass.id, ResourceClass.name)).all())
     rows = session.execute(
-        select(ResourceProvider.uuid, ResourceProvider.name)
-        .join(Inventory, Inventory.resource_provider_id == ResourceProvider.id)
-        .join(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
-        .where(ResourceClass.name == resource_class, ResourceProvider.root_provider_id == ResourceProvider.id,
-               ResourceProvider.id.not_in(excluded))
+        select(ResourceProvider.uuid, ResourceProvider.name, Inventory.resource_class_id, Inventory.total,
+               Inventory.reserved, Inventory.allocation_ratio, func.coalesce(usage.c.used, 0))
+        .select_from(Inventory)
+        .join(ResourceProvider, ResourceProvider.id == Inventory.resource_provider_id)
+        .outerjoin(usage, and_(usage.c.resource_provider_id == Inventory.resource_provider_id,
+                               usage.c.resource_class_id == Inventory.resource_class_id))
+        .where(Inventory.resource_provider_id.in_(chosen))
         .order_by(ResourceProvider.name))
-    return [(uuid, name) for uuid, name in rows]
+    found: dict[str, tuple[str, dict[str, tuple[int, int]]]] = {}
+    for uuid, name, class_id, total, reserved, ratio, used in rows:
+        found.setdefault(uuid, (name, {}))[1][class_names[class_id]] = (int(capacity(total, reserved, ratio)),
+                                                                        int(used))
+    return [(uuid, name, room) for uuid, (name, room) in found.items()]
