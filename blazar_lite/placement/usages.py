@@ -135,26 +135,31 @@ def roots_with_class_outside(session: Session, resource_class: str, aggregate_uu
     excluded = (select(provider_aggregates.c.resource_provider_id)
                 .join(Aggregate, Aggregate.id == provider_aggregates.c.aggregate_id)
                 .where(Aggregate.uuid.in_(list(aggregate_uuids))))
+    # Chosen once (a CTE), used twice: for the usage sums and for the inventories.
     chosen = (select(ResourceProvider.id)
               .join(Inventory, Inventory.resource_provider_id == ResourceProvider.id)
               .join(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
               .where(ResourceClass.name == resource_class, ResourceProvider.root_provider_id == ResourceProvider.id,
-                     ResourceProvider.id.not_in(excluded)))
+                     ResourceProvider.id.not_in(excluded))
+              .cte("chosen"))
+    chosen_ids = select(chosen.c.id)
     usage = (select(Allocation.resource_provider_id, Allocation.resource_class_id,
                     func.sum(Allocation.used).label("used"))
-             .where(Allocation.resource_provider_id.in_(chosen))
+             .where(Allocation.resource_provider_id.in_(chosen_ids))
              .group_by(Allocation.resource_provider_id, Allocation.resource_class_id)
              .subquery("usage"))
     # Class names are looked up apart: joined in, they lead SQLite to walk every class.
-    class_names = dict(session.execute(select(ResourceClass.id, ResourceClass.name)).all())
-    rows = session.execute(
+    # Core rows through the connection: the session's ORM row handling costs as much as the query.
+    connection = session.connection()
+    class_names = dict(connection.execute(select(ResourceClass.id, ResourceClass.name)).all())
+    rows = connection.execute(
         select(ResourceProvider.uuid, ResourceProvider.name, Inventory.resource_class_id, Inventory.total,
                Inventory.reserved, Inventory.allocation_ratio, func.coalesce(usage.c.used, 0))
         .select_from(Inventory)
         .join(ResourceProvider, ResourceProvider.id == Inventory.resource_provider_id)
         .outerjoin(usage, and_(usage.c.resource_provider_id == Inventory.resource_provider_id,
                                usage.c.resource_class_id == Inventory.resource_class_id))
-        .where(Inventory.resource_provider_id.in_(chosen))
+        .where(Inventory.resource_provider_id.in_(chosen_ids))
         .order_by(ResourceProvider.name))
     found: dict[str, tuple[str, dict[str, tuple[int, int]]]] = {}
     for uuid, name, class_id, total, reserved, ratio, used in rows:
