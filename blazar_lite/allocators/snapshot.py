@@ -47,8 +47,9 @@ class Node:
     host_id: int | None = None
     capacity: Amounts = field(default_factory=dict)
     used: Amounts = field(default_factory=dict)
-    # How many instances the node holds; `instances` lists them only when the allocator asked
-    # for them (an IAllocator message or the scriptlet), since listing them costs a query.
+    # How many instances the node holds (the consumers with allocations on it, as Placement
+    # counts them); `instances` lists them only when the allocator asked for them (an
+    # IAllocator message or the scriptlet), since listing them costs a query.
     instance_count: int = 0
     instances: tuple[InstanceOnNode, ...] = ()
     # Aggregate uuids the node is in (the freepool, a reservation's, an operator's), its traits

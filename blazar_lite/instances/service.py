@@ -32,6 +32,8 @@ from blazar_lite.placement.backend import EmbeddedPlacement, PlacementBackend
 
 # Another request may take the room between the snapshot and the write; decide again this often.
 PLACEMENT_ATTEMPTS = 3
+# On demand, the default policy reads this many of the best-ranked nodes (see place_instance).
+RANKED_CANDIDATES = 8
 RESERVATION_SPEC_PREFIX = "resources:CUSTOM_RESERVATION_"
 
 
@@ -198,22 +200,32 @@ def _allocation(place: _Place, node_provider: str, slot_provider: str | None,
     return allocation
 
 
+def _all_rows(session: Session, placement: PlacementBackend, place: _Place,
+              target: str | None) -> list[snapshot.NodeRow]:
+    rows = snapshot.node_rows(session, placement, place.reservation)
+    if target is None:
+        return rows
+    chosen = [row for row in rows if row.name == target]
+    if not chosen:
+        where = f"reservation {place.reservation.id}" if place.reservation else "on-demand capacity"
+        raise Conflict(f"Node {target} cannot take the instance: it is not part of {where}.")
+    return chosen
+
+
 def place_instance(session: Session, placement: PlacementBackend, instance: Instance, place: _Place,
                    resources: Mapping[str, int], allocator: AllocatorConfig, *, target: str | None = None,
                    reason: str = NEW, avoid: frozenset[str] = frozenset()) -> None:
     """Choose a node for `instance` and allocate `resources` (plus a slot of its reservation)
-    there, setting its node; NotEnoughResources with every node's reason when none can."""
-    rows = snapshot.node_rows(session, placement, place.reservation)
-    if target is not None:
-        chosen_rows = [row for row in rows if row.name == target]
-        if not chosen_rows:
-            where = f"reservation {place.reservation.id}" if place.reservation else "on-demand capacity"
-            raise Conflict(f"Node {target} cannot take the instance: it is not part of {where}.")
-        rows = chosen_rows
-    slot_providers = {row.name: row.reservation_provider_uuid for row in rows}
+    there, setting its node; NotEnoughResources with every node's reason when none can.
+
+    On demand with the default policy, only the few nodes that rank first by its key (fewest
+    consumers, most free memory, name) among those with room are read: the first of them that
+    passes the filters is the node the whole snapshot would give. Every node is read when none
+    of them does, so that a refusal names every node's reason."""
+    ranked = (place.reservation is None and target is None and bool(resources)
+              and allocator.name == builtin.FEWEST_INSTANCES)
+    rows: list[snapshot.NodeRow] | None = None
     for _ in range(PLACEMENT_ATTEMPTS):
-        snap = snapshot.read_snapshot(session, placement, rows, resource_class=place.slot_class,
-                                      with_instances=allocator.name.startswith("iallocator:"))
         request = PlacementRequest(
             name=instance.name, project_id=instance.project_id, resources=dict(resources), reason=reason,
             reservation_id=place.reservation.id if place.reservation else None,
@@ -221,15 +233,24 @@ def place_instance(session: Session, placement: PlacementBackend, instance: Inst
             affinity=place.reservation.affinity if place.reservation else None,
             siblings_on=_siblings(session, instance.reservation_id, instance.uuid),
             forthcoming=instance.forthcoming, flavor_id=instance.flavor_id, avoid=avoid)
-        decision = builtin.choose(snap, request) if target is not None else _decide(snap, request, allocator)
+        decision = None
+        if ranked:
+            best = snapshot.roomiest_on_demand_rows(session, placement, resources, RANKED_CANDIDATES + len(avoid))
+            snap = snapshot.read_snapshot(session, placement, best)
+            decision = builtin.choose(snap, request)
+        if decision is None or decision.node is None:
+            rows = rows if rows is not None else _all_rows(session, placement, place, target)
+            snap = snapshot.read_snapshot(session, placement, rows, resource_class=place.slot_class,
+                                          with_instances=allocator.name.startswith("iallocator:"))
+            decision = builtin.choose(snap, request) if target is not None else _decide(snap, request, allocator)
         if decision.node is None:
             raise NotEnoughResources(decision.message)
         node = snap.node(decision.node)
         assert node is not None
+        slot_provider = next((row.reservation_provider_uuid for row in rows or () if row.name == node.name), None)
         try:
             with session.begin_nested():
-                placement.allocate(instance.uuid, _allocation(place, node.provider_uuid,
-                                                              slot_providers.get(node.name), resources),
+                placement.allocate(instance.uuid, _allocation(place, node.provider_uuid, slot_provider, resources),
                                    instance.project_id, instance.user_id, consumer_type="INSTANCE")
         except NotEnoughResources:
             continue  # another request took the room after the snapshot: decide again

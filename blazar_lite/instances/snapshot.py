@@ -11,10 +11,10 @@ Where an instance may go depends on what it is created in:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from blazar_lite.allocators.snapshot import UP, InstanceOnNode, Node, Snapshot
@@ -62,17 +62,19 @@ def node_rows(session: Session, placement: PlacementBackend, reservation: Reserv
     return _on_demand(session, placement) if reservation is None else _hosts_of(session, reservation)
 
 
-# Above this many nodes, counting every node's instances beats naming the nodes one by one.
-MANY_NODES = 100
 
 
-def _instance_counts(session: Session, provider_uuids: Sequence[str]) -> dict[str, int]:
-    if not provider_uuids:
-        return {}
-    stmt = select(Instance.node_provider_uuid, func.count()).group_by(Instance.node_provider_uuid)
-    if len(provider_uuids) <= MANY_NODES:
-        stmt = stmt.where(Instance.node_provider_uuid.in_(provider_uuids))
-    return dict(session.execute(stmt).all())
+def roomiest_on_demand_rows(session: Session, placement: PlacementBackend, needed: Mapping[str, int],
+                            limit: int) -> list[NodeRow]:
+    """At most `limit` on-demand nodes with room for `needed` now, ranked as fewest-instances
+    ranks them (fewest consumers, most free memory, name)."""
+    owned = list(session.scalars(select(HostAggregate.uuid)))
+    found = placement.roomiest_compute_nodes_outside([FREEPOOL_AGGREGATE_UUID, *owned], needed, limit)
+    uuids = [uuid for uuid, _, _ in found]
+    hosts = {uuid: (host_id, status) for uuid, host_id, status in session.execute(
+        select(Host.resource_provider_uuid, Host.id, Host.status).where(Host.resource_provider_uuid.in_(uuids)))
+             } if uuids else {}
+    return [NodeRow(name, uuid, *hosts.get(uuid, (None, UP))) for uuid, name, _ in found]
 
 
 def _instances_on(session: Session, provider_uuids: Sequence[str]) -> dict[str, list[InstanceOnNode]]:
@@ -100,7 +102,8 @@ def read_snapshot(session: Session, placement: PlacementBackend, rows: Iterable[
     unread = [row.provider_uuid for row in rows if row.room is None] + slot_providers
     room = placement.room(unread) if unread else {}
     room.update({row.provider_uuid: row.room for row in rows if row.room is not None})
-    counts = _instance_counts(session, uuids)
+    # Consumers, as Placement counts them: the node's instances, real and forthcoming.
+    counts = placement.consumer_counts(uuids)
     instances = _instances_on(session, uuids) if with_instances else {}
     capabilities: dict[int, dict[str, str]] = {}
     if with_details:

@@ -79,6 +79,16 @@ class PlacementBackend(Protocol):
         none of these aggregates, by name."""
         ...
 
+    def roomiest_compute_nodes_outside(self, aggregate_uuids: list[str], needed: Mapping[str, int],
+                                       limit: int) -> list[tuple[str, str, int]]:
+        """(uuid, name, consumers) of at most `limit` of those nodes with room for `needed` now:
+        fewest consumers first, then most free MEMORY_MB, then by name."""
+        ...
+
+    def consumer_counts(self, provider_uuids: list[str]) -> dict[str, int]:
+        """How many consumers hold allocations on each provider (absent: none)."""
+        ...
+
     def allocation_candidates(self, query: Mapping[str, list[str]]) -> candidates.CandidatesResult:
         """Candidates for a request written as Placement's query parameters."""
 
@@ -148,6 +158,13 @@ class EmbeddedPlacement:
 
     def compute_nodes_outside(self, aggregate_uuids: list[str]) -> list[tuple[str, str, dict[str, tuple[int, int]]]]:
         return usages.roots_with_class_outside(self.session, "VCPU", aggregate_uuids)
+
+    def roomiest_compute_nodes_outside(self, aggregate_uuids: list[str], needed: Mapping[str, int],
+                                       limit: int) -> list[tuple[str, str, int]]:
+        return usages.roomiest_roots_outside(self.session, "VCPU", aggregate_uuids, needed, limit)
+
+    def consumer_counts(self, provider_uuids: list[str]) -> dict[str, int]:
+        return usages.consumer_counts(self.session, provider_uuids)
 
     def allocation_candidates(self, query: Mapping[str, list[str]]) -> candidates.CandidatesResult:
         request = candidates.parse_candidates_request(dict(query), MAX_VERSION[1])
