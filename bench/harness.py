@@ -1,0 +1,149 @@
+"""What the benchmarks share: scratch databases, a served API on a free port, an HTTP client,
+the hosts they register, and the figures' arithmetic. Imported by the scripts beside it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import http.client
+import json
+import math
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from blazar_lite.hosts.service import HostSpec
+
+DEFAULT_PG_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def blazar_date(moment: dt.datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def next_minute(moment: dt.datetime) -> dt.datetime:
+    return moment.replace(second=0, microsecond=0) + dt.timedelta(minutes=1)
+
+
+def p99(values: list[float]) -> float:
+    """The 99th percentile by nearest rank (of 100 values, the second largest; of 1,000, the tenth)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
+
+
+class Scratch:
+    """Temporary SQLite files and PostgreSQL databases, all removed by `cleanup`."""
+
+
+    def __init__(self, postgres_server: str | None, prefix: str = "blazar_lite_bench") -> None:
+        self.dir = tempfile.mkdtemp(prefix="blazar-lite-bench-")
+        self.postgres_server = postgres_server
+        self.created: list[str] = []
+        self.prefix = prefix
+
+
+    def url(self, label: str) -> str:
+        """A fresh, empty database named after `label`."""
+        if self.postgres_server is None:
+            return "sqlite:///" + os.path.join(self.dir, f"{label}.db")
+        name = f"{self.prefix}_{os.getpid()}_{label}"
+        self._admin(f'DROP DATABASE IF EXISTS "{name}"', f'CREATE DATABASE "{name}"')
+        self.created.append(name)
+        return make_url(self.postgres_server).set(database=name).render_as_string(hide_password=False)
+
+
+    def _admin(self, *statements: str) -> None:
+        engine = create_engine(self.postgres_server, isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as connection:
+                for statement in statements:
+                    connection.execute(text(statement))
+        finally:
+            engine.dispose()
+
+
+    def cleanup(self) -> None:
+        for name in self.created:
+            try:
+                self._admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            except Exception as exc:  # noqa: BLE001 - report, keep cleaning
+                print(f"could not drop scratch database {name}: {exc}", file=sys.stderr)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def sibling_server(url: str) -> str | None:
+    """The maintenance database of the PostgreSQL server `url` lives on (None for SQLite)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        return None
+    return parsed.set(database="postgres").render_as_string(hide_password=False)
+
+
+def host_spec(index: int) -> HostSpec:
+    vcpus = (32, 48, 64)[index % 3]
+    return HostSpec(name=f"compute-{index:05d}", vcpus=vcpus, memory_mb=vcpus * 4096, local_gb=(960, 1920)[index % 2],
+                    hypervisor_type="QEMU", extra_capabilities={
+                        "rack": f"r{index % 20:02d}", "gpu": "true" if index % 10 == 0 else "false",
+                        "cpu_model": ("skylake", "cascadelake", "icelake")[index % 3]})
+
+
+class Client:
+    """A keep-alive HTTP/1.1 connection to the /v1 API as admin (noauth)."""
+
+
+    def __init__(self, port: int) -> None:
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        self.headers = {"X-Auth-Token": "admin", "Accept": "application/json", "Content-Type": "application/json"}
+
+
+    def post(self, path: str, body: Any) -> tuple[int, bytes]:
+        self.connection.request("POST", path, body=json.dumps(body).encode(), headers=self.headers)
+        response = self.connection.getresponse()
+        return response.status, response.read()
+
+
+    def delete(self, path: str) -> tuple[int, bytes]:
+        self.connection.request("DELETE", path, headers=self.headers)
+        response = self.connection.getresponse()
+        return response.status, response.read()
+
+
+def start_server(url: str, data_dir: str, port: int, **settings: str) -> subprocess.Popen[bytes]:
+    """`blazar-lite serve --no-scheduler`, one worker, on `url`; `settings` are more BLAZAR_LITE_* variables."""
+    executable = shutil.which("blazar-lite", path=str(Path(sys.executable).parent)) or shutil.which("blazar-lite")
+    if executable is None:
+        raise SystemExit("blazar-lite is not installed next to this Python")
+    env = dict(os.environ, BLAZAR_LITE_DATA_DIR=data_dir, BLAZAR_LITE_DATABASE_URL=url,
+               BLAZAR_LITE_SCHEDULER_ENABLED="false", BLAZAR_LITE_LOGGING_LEVEL="WARNING", **settings)
+    env.pop("BLAZAR_LITE_CONFIG", None)
+    return subprocess.Popen([executable, "serve", "--no-scheduler", "--host", "127.0.0.1", "--port", str(port),
+                             "--workers", "1"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def wait_ready(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"server exited: {process.stderr.read().decode() if process.stderr else ''}")
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            connection.request("GET", "/", headers={"X-Auth-Token": "admin"})
+            connection.getresponse().read()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("server did not answer within 60 s")
