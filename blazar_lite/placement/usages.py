@@ -98,6 +98,31 @@ def project_usages_by_type(session: Session, project_id: str, user_id: str | Non
     return out
 
 
+def _usage_of(provider_ids: Any) -> Any:
+    """Per provider and class, the sum of allocations of the providers `provider_ids` (a
+    select of ids) only, not of the whole allocations table: a derived table to LEFT JOIN."""
+    return (select(Allocation.resource_provider_id, Allocation.resource_class_id,
+                   func.sum(Allocation.used).label("used"))
+            .where(Allocation.resource_provider_id.in_(provider_ids))
+            .group_by(Allocation.resource_provider_id, Allocation.resource_class_id)
+            .subquery("usage"))
+
+
+def _roots_outside(resource_class: str, aggregate_uuids: Iterable[str]) -> Any:
+    """A select of the ids of the root providers with inventory of `resource_class` that are in
+    none of `aggregate_uuids`, chosen once (a CTE) however often the statement uses it."""
+    excluded = (select(provider_aggregates.c.resource_provider_id)
+                .join(Aggregate, Aggregate.id == provider_aggregates.c.aggregate_id)
+                .where(Aggregate.uuid.in_(list(aggregate_uuids))))
+    chosen = (select(ResourceProvider.id)
+              .join(Inventory, Inventory.resource_provider_id == ResourceProvider.id)
+              .join(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
+              .where(ResourceClass.name == resource_class, ResourceProvider.root_provider_id == ResourceProvider.id,
+                     ResourceProvider.id.not_in(excluded))
+              .cte("chosen"))
+    return select(chosen.c.id)
+
+
 def provider_room(session: Session, provider_uuids: Iterable[str]) -> dict[str, dict[str, tuple[int, int]]]:
     """For each provider, {class: (capacity, used)} over its inventories, in one statement
     whatever the number of providers; capacity is (total - reserved) x allocation_ratio, rounded
@@ -105,13 +130,7 @@ def provider_room(session: Session, provider_uuids: Iterable[str]) -> dict[str, 
     wanted = list(set(provider_uuids))
     if not wanted:
         return {}
-    ids = select(ResourceProvider.id).where(ResourceProvider.uuid.in_(wanted)).scalar_subquery()
-    # Summed over these providers only, not the whole allocations table.
-    usage = (select(Allocation.resource_provider_id, Allocation.resource_class_id,
-                    func.sum(Allocation.used).label("used"))
-             .where(Allocation.resource_provider_id.in_(ids))
-             .group_by(Allocation.resource_provider_id, Allocation.resource_class_id)
-             .subquery("usage"))
+    usage = _usage_of(select(ResourceProvider.id).where(ResourceProvider.uuid.in_(wanted)).scalar_subquery())
     rows = session.execute(
         select(ResourceProvider.uuid, ResourceClass.name, Inventory.total, Inventory.reserved,
                Inventory.allocation_ratio, func.coalesce(usage.c.used, 0))
@@ -132,22 +151,8 @@ def roots_with_class_outside(session: Session, resource_class: str, aggregate_uu
     """(uuid, name, {class: (capacity, used)}) of every root provider with inventory of
     `resource_class` that is in none of `aggregate_uuids`, by name. Two statements whatever the
     number of providers: the providers are chosen inside SQL, not passed in as a list."""
-    excluded = (select(provider_aggregates.c.resource_provider_id)
-                .join(Aggregate, Aggregate.id == provider_aggregates.c.aggregate_id)
-                .where(Aggregate.uuid.in_(list(aggregate_uuids))))
-    # Chosen once (a CTE), used twice: for the usage sums and for the inventories.
-    chosen = (select(ResourceProvider.id)
-              .join(Inventory, Inventory.resource_provider_id == ResourceProvider.id)
-              .join(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
-              .where(ResourceClass.name == resource_class, ResourceProvider.root_provider_id == ResourceProvider.id,
-                     ResourceProvider.id.not_in(excluded))
-              .cte("chosen"))
-    chosen_ids = select(chosen.c.id)
-    usage = (select(Allocation.resource_provider_id, Allocation.resource_class_id,
-                    func.sum(Allocation.used).label("used"))
-             .where(Allocation.resource_provider_id.in_(chosen_ids))
-             .group_by(Allocation.resource_provider_id, Allocation.resource_class_id)
-             .subquery("usage"))
+    chosen = _roots_outside(resource_class, aggregate_uuids)
+    usage = _usage_of(chosen)
     # Class names are looked up apart: joined in, they lead SQLite to walk every class.
     # Core rows through the connection: the session's ORM row handling costs as much as the query.
     connection = session.connection()
@@ -159,7 +164,7 @@ def roots_with_class_outside(session: Session, resource_class: str, aggregate_uu
         .join(ResourceProvider, ResourceProvider.id == Inventory.resource_provider_id)
         .outerjoin(usage, and_(usage.c.resource_provider_id == Inventory.resource_provider_id,
                                usage.c.resource_class_id == Inventory.resource_class_id))
-        .where(Inventory.resource_provider_id.in_(chosen_ids))
+        .where(Inventory.resource_provider_id.in_(chosen))
         .order_by(ResourceProvider.name))
     found: dict[str, tuple[str, dict[str, tuple[int, int]]]] = {}
     for uuid, name, class_id, total, reserved, ratio, used in rows:
@@ -180,21 +185,8 @@ def roomiest_roots_outside(session: Session, resource_class: str, aggregate_uuid
                                         .where(ResourceClass.name.in_([*needed, "MEMORY_MB"]))).all())
     if any(name not in class_ids for name in needed):
         return []
-    excluded = (select(provider_aggregates.c.resource_provider_id)
-                .join(Aggregate, Aggregate.id == provider_aggregates.c.aggregate_id)
-                .where(Aggregate.uuid.in_(list(aggregate_uuids))))
-    chosen = (select(ResourceProvider.id)
-              .join(Inventory, Inventory.resource_provider_id == ResourceProvider.id)
-              .join(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
-              .where(ResourceClass.name == resource_class, ResourceProvider.root_provider_id == ResourceProvider.id,
-                     ResourceProvider.id.not_in(excluded))
-              .cte("chosen"))
-    chosen_ids = select(chosen.c.id)
-    usage = (select(Allocation.resource_provider_id, Allocation.resource_class_id,
-                    func.sum(Allocation.used).label("used"))
-             .where(Allocation.resource_provider_id.in_(chosen_ids))
-             .group_by(Allocation.resource_provider_id, Allocation.resource_class_id)
-             .subquery("usage"))
+    chosen = _roots_outside(resource_class, aggregate_uuids)
+    usage = _usage_of(chosen)
     # Whole units, as allocations count them (capacity rounded down).
     free_now = (cast((Inventory.total - Inventory.reserved) * Inventory.allocation_ratio, Integer)
                 - func.coalesce(usage.c.used, 0))
@@ -207,12 +199,12 @@ def roomiest_roots_outside(session: Session, resource_class: str, aggregate_uuid
                    free_of("MEMORY_MB").label("free_memory"))
             .outerjoin(usage, and_(usage.c.resource_provider_id == Inventory.resource_provider_id,
                                    usage.c.resource_class_id == Inventory.resource_class_id))
-            .where(Inventory.resource_provider_id.in_(chosen_ids))
+            .where(Inventory.resource_provider_id.in_(chosen))
             .group_by(Inventory.resource_provider_id)
             .subquery("room"))
     consumers = (select(Allocation.resource_provider_id, func.count(func.distinct(Allocation.consumer_id))
                         .label("consumers"))
-                 .where(Allocation.resource_provider_id.in_(chosen_ids))
+                 .where(Allocation.resource_provider_id.in_(chosen))
                  .group_by(Allocation.resource_provider_id)
                  .subquery("consumers"))
     count = func.coalesce(consumers.c.consumers, 0)
