@@ -108,6 +108,13 @@ def _usage_of(provider_ids: Any) -> Any:
             .subquery("usage"))
 
 
+def _rounded_down(value: Any) -> Any:
+    """`value` rounded down to a whole unit, as allocations count capacity, on every database:
+    a cast to integer truncates on SQLite but rounds to the nearest on PostgreSQL."""
+    whole = cast(value, Integer)
+    return case((whole > value, whole - 1), else_=whole)
+
+
 def _roots_outside(resource_class: str, aggregate_uuids: Iterable[str]) -> Any:
     """A select of the ids of the root providers with inventory of `resource_class` that are in
     none of `aggregate_uuids`, chosen once (a CTE) however often the statement uses it."""
@@ -187,9 +194,8 @@ def roomiest_roots_outside(session: Session, resource_class: str, aggregate_uuid
         return []
     chosen = _roots_outside(resource_class, aggregate_uuids)
     usage = _usage_of(chosen)
-    # Whole units, as allocations count them (capacity rounded down).
-    free_now = (cast((Inventory.total - Inventory.reserved) * Inventory.allocation_ratio, Integer)
-                - func.coalesce(usage.c.used, 0))
+    free_now = _rounded_down((Inventory.total - Inventory.reserved) * Inventory.allocation_ratio) \
+        - func.coalesce(usage.c.used, 0)
 
     def free_of(name: str) -> Any:
         return func.max(case((Inventory.resource_class_id == class_ids.get(name, -1), free_now)))

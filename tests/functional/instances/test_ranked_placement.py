@@ -59,3 +59,16 @@ def test_a_refusal_on_demand_still_names_every_node(database: Database) -> None:
         service.create_instance(session, MEMBER, {"name": "big", "vcpus": 2, "memory_mb": 32})
     assert "node-00: 2 vCPU asked, 1 free" in refused.value.message
     assert "(and 7 more)" in refused.value.message
+
+
+def test_ranking_counts_free_memory_in_whole_units_as_allocations_do(database: Database) -> None:
+    # Each b offers 2.6 MB of memory: 2 whole units, as much as a, so the name decides (a). A
+    # ranking that rounded 2.6 up would rank every b before a and leave a out of those it reads.
+    with database.transaction() as session:
+        for name, ratio in [("a", 1.0), *((f"b{index}", 1.3) for index in range(service.RANKED_CANDIDATES + 1))]:
+            view = providers.create_provider(session, name)
+            inventories.replace_inventories(session, view.uuid, 0, {
+                "VCPU": {"total": 4}, "MEMORY_MB": {"total": 2, "allocation_ratio": ratio}})
+    assert expected_node(database, {"VCPU": 1, "MEMORY_MB": 1}) == "a"
+    with database.transaction() as session:
+        assert service.create_instance(session, MEMBER, {"name": "vm", "vcpus": 1, "memory_mb": 1}).host == "a"
