@@ -10,16 +10,20 @@ import math
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from blazar_lite.db import Database
 from blazar_lite.hosts.service import HostSpec
 
 DEFAULT_PG_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -147,3 +151,33 @@ def wait_ready(port: int, process: subprocess.Popen[bytes]) -> None:
         except OSError:
             time.sleep(0.1)
     raise SystemExit("server did not answer within 60 s")
+
+
+@dataclass
+class Timed:
+    """The timings (ms) and statuses of one kind of timed request."""
+
+    kind: str
+    timings: list[float]
+    statuses: Counter[int]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.timings)
+
+    @property
+    def p99(self) -> float:
+        return p99(self.timings)
+
+
+def after_bulk_load(database: Database, analyze: bool, label: str) -> None:
+    """On PostgreSQL, with `analyze`, what autovacuum does after a bulk load: without statistics
+    the planner guesses, and some statements get much slower plans. Says what was done."""
+    if database.dialect != "postgresql":
+        return
+    with database.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        autovacuum = connection.execute(text("SHOW autovacuum")).scalar()
+        if analyze:
+            connection.execute(text("ANALYZE"))
+    print(f"[{label}] PostgreSQL autovacuum is {autovacuum}; "
+          f"{'ANALYZE run' if analyze else 'no ANALYZE (--no-analyze)'}", flush=True)

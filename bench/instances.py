@@ -53,16 +53,17 @@ from harness import (
     DEFAULT_PG_SERVER,
     Client,
     Scratch,
+    Timed,
+    after_bulk_load,
     blazar_date,
     free_port,
     host_spec,
     next_minute,
-    p99,
     sibling_server,
     start_server,
     wait_ready,
 )
-from sqlalchemy import event, func, select, text
+from sqlalchemy import event, func, select
 from sqlalchemy.engine import make_url
 
 from blazar_lite.allocators import builtin
@@ -224,13 +225,7 @@ def build(url: str, shape: Shape, batch: int, label: str, analyze: bool) -> Buil
         if active < shape.leases:
             raise SystemExit(f"only {active} of {shape.leases} leases started; see the event outcomes above")
 
-        if database.dialect == "postgresql":
-            with database.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-                autovacuum = connection.execute(text("SHOW autovacuum")).scalar()
-                if analyze:
-                    connection.execute(text("ANALYZE"))
-            print(f"[{label}] PostgreSQL autovacuum is {autovacuum}; "
-                  f"{'ANALYZE run' if analyze else 'no ANALYZE (--no-analyze)'}", flush=True)
+        after_bulk_load(database, analyze, label)
         return built
     finally:
         database.dispose()
@@ -271,20 +266,6 @@ def fill(url: str, built: Built, instances: int, batch: int, label: str) -> None
 
 
 # Part 2: POST /v1/instances over HTTP.
-
-@dataclass
-class Timed:
-    kind: str
-    timings: list[float]
-    statuses: Counter[int]
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.timings)
-
-    @property
-    def p99(self) -> float:
-        return p99(self.timings)
 
 
 def time_creates(client: Client, kind: str, count: int, prefix: str, reservation_ids: list[str]) -> Timed:

@@ -50,16 +50,17 @@ from harness import (
     DEFAULT_PG_SERVER,
     Client,
     Scratch,
+    Timed,
+    after_bulk_load,
     blazar_date,
     free_port,
     host_spec,
     next_minute,
-    p99,
     sibling_server,
     start_server,
     wait_ready,
 )
-from sqlalchemy import event, func, select, text
+from sqlalchemy import event, func, select
 from sqlalchemy.engine import make_url
 
 from blazar_lite.app import create_app
@@ -174,35 +175,13 @@ def build(url: str, hosts: int, reservations: int, world: World, batch: int, lab
         print(f"[{label}] {reservations} reservations in {built.lease_seconds:.1f} s "
               f"({built.lease_seconds / max(reservations, 1) * 1000:.1f} ms each); created "
               f"{dict(built.created)}, shortages {dict(built.shortages)}", flush=True)
-        if database.dialect == "postgresql":
-            with database.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-                autovacuum = connection.execute(text("SHOW autovacuum")).scalar()
-                if analyze:
-                    # What autovacuum does after a bulk load: without statistics the planner
-                    # guesses, and some of the scheduler's statements get much slower plans.
-                    connection.execute(text("ANALYZE"))
-            print(f"[{label}] PostgreSQL autovacuum is {autovacuum}; "
-                  f"{'ANALYZE run' if analyze else 'no ANALYZE (--no-analyze)'}", flush=True)
+        after_bulk_load(database, analyze, label)
         return built
     finally:
         database.dispose()
 
 
 # Part 2: POST /v1/leases over HTTP.
-
-@dataclass
-class Timed:
-    kind: str
-    timings: list[float]
-    statuses: Counter[int]
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.timings)
-
-    @property
-    def p99(self) -> float:
-        return p99(self.timings)
 
 
 KINDS = {
