@@ -210,7 +210,6 @@ def _host_id(text: str) -> int:
     return int(text)
 
 
-
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off", ""}
 

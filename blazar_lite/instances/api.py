@@ -22,35 +22,26 @@ blp = Blueprint("instances", __name__, description="Instances: placement consume
 DATE = "%Y-%m-%dT%H:%M:%S.%f"
 
 
-
 class InstanceCreate(Schema):
     class Meta:
         unknown = INCLUDE
 
     name = web.raw_field("Unique within the project; optional for a forthcoming instance. Not a UUID.")
-    flavor_id = web.raw_field("The flavor whose size the instance has (a reservation's flavor places it in that "
-                     "reservation).")
+    flavor_id = web.raw_field("The flavor whose size the instance has (a reservation's flavor places it in "
+                              "that reservation).")
     vcpus = web.raw_field("Instead of a flavor: vCPUs.")
     memory_mb = web.raw_field("Instead of a flavor: MB of memory.")
     disk_gb = web.raw_field("Instead of a flavor: GB of disk (default 0).")
     reservation_id = web.raw_field("An active reservation of the project to create the instance in; the size "
-                          "defaults to the reservation's slot.")
+                                   "defaults to the reservation's slot.")
     host = web.raw_field("Admins only: the node to put the instance on.")
-    forthcoming = web.raw_field("true: hold room for an instance that exists only on paper; every field is optional.")
-
-
-class InstanceCommit(Schema):
-    class Meta:
-        unknown = INCLUDE
-
-    name = web.raw_field("A name, if the forthcoming instance has none yet (or a new one).")
-    flavor_id = web.raw_field("Completes or changes the size.")
-    vcpus = web.raw_field("Completes or changes the size.")
-    memory_mb = web.raw_field("Completes or changes the size.")
-    disk_gb = web.raw_field("Completes or changes the size.")
+    forthcoming = web.raw_field("true: hold room for an instance that exists only on paper; every field is "
+                                "optional.")
 
 
 class InstanceModify(Schema):
+    """A new size: a flavor, or any of vcpus, memory_mb and disk_gb."""
+
     class Meta:
         unknown = INCLUDE
 
@@ -58,6 +49,12 @@ class InstanceModify(Schema):
     vcpus = web.raw_field("The new vCPUs.")
     memory_mb = web.raw_field("The new MB of memory.")
     disk_gb = web.raw_field("The new GB of disk.")
+
+
+class InstanceCommit(InstanceModify):
+    """What completes a forthcoming instance: a name, a size, both or neither."""
+
+    name = web.raw_field("A name, if the forthcoming instance has none yet (or a new one).")
 
 
 class InstanceRename(Schema):
@@ -117,7 +114,6 @@ def allocator_config() -> service.AllocatorConfig:
         path = iallocator.default_search_path(settings.data_dir)
     return service.AllocatorConfig(settings.instances_allocator, path, float(settings.instances_iallocator_timeout),
                                    tuple(settings.instances_iallocator_options.split()))
-
 
 
 def _body(schema: Schema, *, optional: bool = False) -> Any:

@@ -21,7 +21,6 @@ from blazar_lite.leases.dates import format_date, format_timestamp
 blp = Blueprint("leases", __name__, description="Leases and their reservations (Blazar leases)")
 
 
-
 class LeaseReservationCreate(Schema):
     """One reservation; the service checks each type's fields and names the one that is wrong."""
 
@@ -32,15 +31,15 @@ class LeaseReservationCreate(Schema):
     min = web.raw_field("physical:host: fewest hosts (integer).")
     max = web.raw_field("physical:host: most hosts (integer).")
     hypervisor_properties = web.raw_field('physical:host: a JSON filter string such as "[\\">=\\", \\"$vcpus\\", '
-                                 '\\"2\\"]" or "".')
+                                          '\\"2\\"]" or "".')
     resource_properties = web.raw_field("A JSON filter string over extra capabilities.")
     before_end = web.raw_field("physical:host: default, snapshot or empty.")
     vcpus = web.raw_field("virtual:instance: vCPUs per slot.")
     memory_mb = web.raw_field("virtual:instance: MB of memory per slot.")
     disk_gb = web.raw_field("virtual:instance: GB of disk per slot.")
     amount = web.raw_field("Instance reservations: number of slots.")
-    affinity = web.raw_field("true (one host), false (distinct hosts) or null (anywhere); the strings True, False and "
-                    "None too.")
+    affinity = web.raw_field("true (one host), false (distinct hosts) or null (anywhere); the strings True, "
+                             "False and None too.")
     flavor_id = web.raw_field("flavor:instance: the flavor whose size a slot has.")
 
 
@@ -160,7 +159,6 @@ def lease_body(view: service.LeaseView) -> dict[str, Any]:
         "reservations": [_reservation_body(r) for r in view.reservations],
         "events": [{"id": e.id, "lease_id": e.lease_id, "event_type": e.event_type, "time": format_date(e.time),
                     "status": e.status} for e in view.events]}
-
 
 
 def lease_rules() -> service.LeaseRules:
