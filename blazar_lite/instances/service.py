@@ -154,7 +154,7 @@ def _check_fits_slot(place: _Place, values: Mapping[str, int | None]) -> None:
     reservation = place.reservation
     if reservation is None or reservation.resource_type == PHYSICAL_HOST:
         return
-    slot = {"vcpus": reservation.vcpus, "memory_mb": reservation.memory_mb, "disk_gb": reservation.disk_gb}
+    slot = _slot_sizes(place)
     over = [f"{name} {values[name]} > {slot[name]}" for name in requests.SIZE_FIELDS
             if values.get(name) is not None and (values[name] or 0) > (slot[name] or 0)]
     if over:
