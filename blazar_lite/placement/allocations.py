@@ -10,11 +10,11 @@ real shortage or for a consumer generation they hold that is out of date.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, select, update
+from sqlalchemy import and_, bindparam, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
@@ -226,8 +226,11 @@ def _attempt(session: Session, writes: Mapping[str, ConsumerWrite], class_ids: M
     for uuid in sorted(writes):
         _check_consumer_generation(uuid, writes[uuid].consumer_generation, existing.get(uuid))
     old_consumer_ids = [row.id for row in existing.values()]
-    old_provider_ids = set(session.scalars(select(Allocation.resource_provider_id).distinct()
-                                           .where(Allocation.consumer_id.in_(old_consumer_ids))))
+    released = session.execute(
+        select(Allocation.consumer_id, Allocation.resource_provider_id, Allocation.resource_class_id,
+               Allocation.used)
+        .where(Allocation.consumer_id.in_(old_consumer_ids))).all() if old_consumer_ids else []
+    old_provider_ids = {row.resource_provider_id for row in released}
     session.execute(delete(Allocation).where(Allocation.consumer_id.in_(old_consumer_ids)))
     if before_check is not None:
         before_check(session)
@@ -238,23 +241,62 @@ def _attempt(session: Session, writes: Mapping[str, ConsumerWrite], class_ids: M
                               .order_by(ResourceProvider.id)
                               .execution_options(populate_existing=True)).all()
     read_generations = {provider.id: provider.generation for provider in touched}
-    _check_capacity(session, writes, provider_ids, class_ids)
+    freed: dict[tuple[int, int], int] = {}
+    for row in released:
+        key = (row.resource_provider_id, row.resource_class_id)
+        freed[key] = freed.get(key, 0) + row.used
+    _check_capacity(session, writes, provider_ids, class_ids, freed)
     consumer_ids = {uuid: _save_consumer(session, uuid, write, existing.get(uuid))
                     for uuid, write in sorted(writes.items())}
-    for provider in touched:
-        try:
-            bump_generation(session, provider, read_generations[provider.id])
-        except ConcurrentUpdate:
-            raise _Retry() from None
-        # The UPDATE above already stored it; keep the ORM from writing it a second time.
-        set_committed_value(provider, "generation", provider.generation)
     rows = [{"consumer_id": consumer_ids[uuid], "resource_provider_id": provider_ids[rp_uuid],
              "resource_class_id": class_ids[rc_name], "used": amount}
             for uuid, write in writes.items()
             for rp_uuid, resources in write.allocations.items()
             for rc_name, amount in resources.items()]
+    consumers_gained = _consumers_per_provider(rows)
+    consumers_lost = _consumers_per_provider(row._asdict() for row in released)
+    for provider in touched:
+        try:
+            bump_generation(session, provider, read_generations[provider.id],
+                            consumers=consumers_gained.get(provider.id, 0) - consumers_lost.get(provider.id, 0))
+        except ConcurrentUpdate:
+            raise _Retry() from None
+        # The UPDATE above already stored it; keep the ORM from writing it a second time.
+        set_committed_value(provider, "generation", provider.generation)
     if rows:
         session.execute(insert(Allocation), rows)
+    _count_usage(session, rows, freed)
+
+
+def _consumers_per_provider(rows: Iterable[Mapping[str, Any]]) -> dict[int, int]:
+    """How many distinct consumers the allocation rows put on each provider."""
+    pairs = {(row["resource_provider_id"], row["consumer_id"]) for row in rows}
+    counts: dict[int, int] = {}
+    for provider_id, _ in pairs:
+        counts[provider_id] = counts.get(provider_id, 0) + 1
+    return counts
+
+
+def _count_usage(session: Session, rows: list[dict[str, Any]], freed: Mapping[tuple[int, int], int]) -> None:
+    """Move each inventory's `used` by what this write added minus what it released.
+
+    Runs after the provider generations advanced, so the rows it locks belong to providers this
+    transaction already holds: two writers cannot deadlock on them. An inventory that the
+    reshaper removed in between has no row left to update, which is right.
+    """
+    change = {key: -amount for key, amount in freed.items()}
+    for row in rows:
+        key = (row["resource_provider_id"], row["resource_class_id"])
+        change[key] = change.get(key, 0) + row["used"]
+    params = [{"provider": provider_id, "class_": class_id, "change": amount}
+              for (provider_id, class_id), amount in sorted(change.items()) if amount]
+    if not params:
+        return
+    table = Inventory.__table__
+    session.execute(update(table)
+                    .where(table.c.resource_provider_id == bindparam("provider"),
+                           table.c.resource_class_id == bindparam("class_"))
+                    .values(used=table.c.used + bindparam("change")), params)
 
 
 def _provider_ids(session: Session, writes: Mapping[str, ConsumerWrite]) -> dict[str, int]:
@@ -317,8 +359,12 @@ def _save_consumer(session: Session, uuid: str, write: ConsumerWrite, row: Any) 
 
 
 def _check_capacity(session: Session, writes: Mapping[str, ConsumerWrite], provider_ids: Mapping[str, int],
-                    class_ids: Mapping[str, int]) -> None:
-    """Each amount within its inventory's units, and each provider's total within its capacity."""
+                    class_ids: Mapping[str, int], freed: Mapping[tuple[int, int], int]) -> None:
+    """Each amount within its inventory's units, and each provider's total within its capacity.
+
+    `freed` is what the consumers being written held before ({(provider id, class id): amount}):
+    their old allocations are gone but the inventories' `used` still counts them.
+    """
     needed: dict[tuple[str, str], int] = {}
     for write in writes.values():
         for rp_uuid, resources in write.allocations.items():
@@ -328,17 +374,10 @@ def _check_capacity(session: Session, writes: Mapping[str, ConsumerWrite], provi
         return
     pids = {provider_ids[rp_uuid] for rp_uuid, _ in needed}
     cids = {class_ids[rc_name] for _, rc_name in needed}
-    usage = (select(Allocation.resource_provider_id, Allocation.resource_class_id,
-                    func.sum(Allocation.used).label("used"))
-             .where(Allocation.resource_provider_id.in_(pids), Allocation.resource_class_id.in_(cids))
-             .group_by(Allocation.resource_provider_id, Allocation.resource_class_id)
-             .subquery("usage"))
     rows = session.execute(
         select(Inventory.resource_provider_id, Inventory.resource_class_id, Inventory.total, Inventory.reserved,
                Inventory.min_unit, Inventory.max_unit, Inventory.step_size, Inventory.allocation_ratio,
-               func.coalesce(usage.c.used, 0).label("used"))
-        .outerjoin(usage, and_(usage.c.resource_provider_id == Inventory.resource_provider_id,
-                               usage.c.resource_class_id == Inventory.resource_class_id))
+               Inventory.used)
         .where(Inventory.resource_provider_id.in_(pids), Inventory.resource_class_id.in_(cids)))
     inventories = {(row.resource_provider_id, row.resource_class_id): row for row in rows}
     for uuid, write in writes.items():
@@ -355,13 +394,15 @@ def _check_capacity(session: Session, writes: Mapping[str, ConsumerWrite], provi
                                    f"resource provider '{rp_uuid}'. The requested amount would violate inventory "
                                    f"constraints: {problem}.")
     for (rp_uuid, rc_name), amount in needed.items():
-        inv = inventories[provider_ids[rp_uuid], class_ids[rc_name]]
-        if not fits(amount, inv.used, inv.total, inv.reserved, inv.allocation_ratio):
+        key = (provider_ids[rp_uuid], class_ids[rc_name])
+        inv = inventories[key]
+        used = inv.used - freed.get(key, 0)
+        if not fits(amount, used, inv.total, inv.reserved, inv.allocation_ratio):
             room = capacity(inv.total, inv.reserved, inv.allocation_ratio)
             raise NotEnoughResources(
                 f"Unable to allocate inventory: Unable to create allocation for '{rc_name}' on resource provider "
                 f"'{rp_uuid}'. The requested amount would exceed the capacity: requested {amount}, used "
-                f"{inv.used}, capacity {_number(room)}.")
+                f"{used}, capacity {_number(room)}.")
 
 
 def _number(value: float) -> str:

@@ -43,7 +43,6 @@ from blazar_lite.placement.candidates_request import CandidatesRequest, RequestG
 from blazar_lite.placement.common import resource_class_ids, trait_ids
 from blazar_lite.placement.models import (
     Aggregate,
-    Allocation,
     ResourceClass,
     ResourceProvider,
     Trait,
@@ -120,14 +119,6 @@ def _aggregate_entries(group: RequestGroup, ids: _Ids) -> list[list[int]]:
     return entries
 
 
-def _used() -> Any:
-    """Current usage of the inventory row in scope (correlated: one index lookup per row)."""
-    return (select(func.coalesce(func.sum(Allocation.used), 0))
-            .where(Allocation.resource_provider_id == InventoryRow.resource_provider_id,
-                   Allocation.resource_class_id == InventoryRow.resource_class_id)
-            .scalar_subquery())
-
-
 def _fitting(column: Any, class_id: int, amount: int, where: list[ColumnElement[bool]]) -> Select[Any]:
     """`column` of the providers whose inventory of `class_id` can take `amount` now
     (capacity.fits and capacity.unit_problem, in SQL), among those passing `where`."""
@@ -136,7 +127,7 @@ def _fitting(column: Any, class_id: int, amount: int, where: list[ColumnElement[
     return (select(column).select_from(inv).join(rp, rp.c.id == inv.resource_provider_id)
             .where(inv.resource_class_id == class_id, inv.min_unit <= amount, inv.max_unit >= amount,
                    amount % inv.step_size == 0,
-                   _used() + amount <= (inv.total - inv.reserved) * inv.allocation_ratio,
+                   inv.used + amount <= (inv.total - inv.reserved) * inv.allocation_ratio,
                    *where))
 
 
@@ -251,7 +242,7 @@ def _load_snapshot(session: Session, tree_roots: list[int], with_aggregates: boo
     inv = InventoryRow
     rows = _rows(connection, select(
             inv.resource_provider_id, ResourceClass.name, inv.total, inv.reserved, inv.min_unit,
-            inv.max_unit, inv.step_size, inv.allocation_ratio, _used())
+            inv.max_unit, inv.step_size, inv.allocation_ratio, inv.used)
             .join(ResourceClass, ResourceClass.id == inv.resource_class_id)
             .join(rp, rp.id == inv.resource_provider_id)
             .where(in_trees)

@@ -52,17 +52,22 @@ def resource_class_ids(session: Session, names: set[str] | list[str]) -> dict[st
     return found
 
 
-def bump_generation(session: Session, provider: ResourceProvider, expected: int | None = None) -> int:
-    """Advance the provider's generation, refusing when it moved since `expected` was read.
+def bump_generation(session: Session, provider: ResourceProvider, expected: int | None = None,
+                    consumers: int = 0) -> int:
+    """Advance the provider's generation, refusing when it moved since `expected` was read;
+    `consumers` moves its consumer count in the same statement (allocation writes).
 
     The conditional UPDATE is the concurrency control: two writers that read the same generation
     cannot both advance it, so the second one fails with 409 instead of overwriting.
     """
     expected = provider.generation if expected is None else expected
+    values: dict[str, Any] = {"generation": expected + 1}
+    if consumers:
+        values["consumers"] = ResourceProvider.consumers + consumers
     result = session.execute(
         update(ResourceProvider)
         .where(ResourceProvider.id == provider.id, ResourceProvider.generation == expected)
-        .values(generation=expected + 1)
+        .values(**values)
         .execution_options(synchronize_session=False))
     if result.rowcount != 1:
         raise ConcurrentUpdate(
@@ -106,19 +111,6 @@ def trait_ids(session: Session, names: set[str]) -> dict[str, int]:
     if missing:
         raise BadRequest(f"No such trait(s): {', '.join(missing)}.")
     return found
-
-
-def usage_subquery():  # type: ignore[no-untyped-def]
-    """Per provider and class, the sum of allocations (a derived table to LEFT JOIN)."""
-    from sqlalchemy import func
-
-    from blazar_lite.placement.models import Allocation
-
-    return (select(Allocation.resource_provider_id.label("resource_provider_id"),
-                   Allocation.resource_class_id.label("resource_class_id"),
-                   func.sum(Allocation.used).label("used"))
-            .group_by(Allocation.resource_provider_id, Allocation.resource_class_id)
-            .subquery("usage"))
 
 
 def insert_missing(session: Session, column: Any, values: Iterable[str]) -> set[str]:

@@ -85,6 +85,7 @@ def replace_inventories(session: Session, provider_uuid: str, generation: int | 
         _stale(provider, generation)
     class_ids = resource_class_ids(session, list(inventories))
     wanted = {rc: _complete(rc, fields, reserved_may_equal_total) for rc, fields in inventories.items()}
+    _lock_first(session, provider, expected)
     existing = _rows(session, provider)
     removed = [rc for rc in existing if rc not in wanted]
     in_use = _classes_in_use(session, provider, [existing[rc].resource_class_id for rc in removed])
@@ -100,7 +101,6 @@ def replace_inventories(session: Session, provider_uuid: str, generation: int | 
             for key, value in values.items():
                 setattr(inv, key, value)
     session.flush()
-    bump_generation(session, provider, expected)
     return get_inventories(session, provider_uuid)
 
 
@@ -144,11 +144,11 @@ def delete_inventory(session: Session, provider_uuid: str, rc: str, generation: 
     inv = _rows(session, provider).get(rc)
     if inv is None:
         raise NotFound(f"No inventory of class {rc} found for resource provider {provider.uuid}.")
+    _lock_first(session, provider, generation)
     if _classes_in_use(session, provider, [inv.resource_class_id]):
         raise _in_use_error(provider, [rc])
     session.delete(inv)
     session.flush()
-    bump_generation(session, provider, generation)
 
 
 def delete_all_inventories(session: Session, provider_uuid: str, generation: int | None = None) -> None:
@@ -156,12 +156,22 @@ def delete_all_inventories(session: Session, provider_uuid: str, generation: int
     provider = get_provider(session, provider_uuid)
     if generation is not None and generation != provider.generation:
         _stale(provider, generation)
+    _lock_first(session, provider, generation)
     existing = _rows(session, provider)
     in_use = _classes_in_use(session, provider, [inv.resource_class_id for inv in existing.values()])
     if in_use:
         raise _in_use_error(provider, [rc for rc, inv in existing.items() if inv.resource_class_id in in_use])
     session.execute(delete(Inventory).where(Inventory.resource_provider_id == provider.id))
-    bump_generation(session, provider, generation)
+
+
+def _lock_first(session: Session, provider: ResourceProvider, expected: int | None) -> None:
+    """Advance the provider's generation before any inventory row is written.
+
+    Allocation writes lock the provider (its generation) and then its inventory rows, to count
+    usage; an inventory write that locked a row first and the provider second could deadlock
+    with them, so it takes the same order. A refusal after this point undoes the transaction.
+    """
+    bump_generation(session, provider, expected)
 
 
 def _stale(provider: ResourceProvider, generation: int) -> None:

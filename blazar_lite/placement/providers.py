@@ -6,7 +6,7 @@ import uuid as uuidlib
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, bindparam, exists, func, insert, or_, select, update
+from sqlalchemy import bindparam, exists, insert, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from blazar_lite.exceptions import BadRequest, Conflict, NotFound
@@ -15,7 +15,6 @@ from blazar_lite.placement.common import (
     normalize_uuid,
     resource_class_ids,
     trait_ids,
-    usage_subquery,
 )
 from blazar_lite.placement.models import (
     Aggregate,
@@ -217,16 +216,13 @@ def list_providers(session: Session, *, name: str | None = None, uuid: str | Non
                                         provider_traits.c.trait_id.in_([ids[t] for t in group])))
     if resources:
         class_ids = resource_class_ids(session, resources)
-        usage = usage_subquery()
         for rc_name, amount in resources.items():
-            used = func.coalesce(usage.c.used, 0)
             where.append(exists(
                 select(Inventory.id)
-                .outerjoin(usage, and_(usage.c.resource_provider_id == Inventory.resource_provider_id,
-                                       usage.c.resource_class_id == Inventory.resource_class_id))
                 .where(Inventory.resource_provider_id == rp.id,
                        Inventory.resource_class_id == class_ids[rc_name],
                        Inventory.min_unit <= amount, Inventory.max_unit >= amount,
                        amount % Inventory.step_size == 0,
-                       (Inventory.total - Inventory.reserved) * Inventory.allocation_ratio >= used + amount)))
+                       (Inventory.total - Inventory.reserved) * Inventory.allocation_ratio
+                       >= Inventory.used + amount)))
     return _views(session, where)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Integer, and_, case, cast, func, select
+from sqlalchemy import Integer, case, cast, func, select
 from sqlalchemy.orm import Session
 
 from blazar_lite.placement.capacity import capacity
-from blazar_lite.placement.common import get_provider, usage_subquery
+from blazar_lite.placement.common import get_provider
 from blazar_lite.placement.models import (
     Aggregate,
     Allocation,
@@ -29,13 +29,9 @@ UNKNOWN_TYPE = "unknown"
 def provider_usages(session: Session, provider_uuid: str) -> dict[str, int]:
     """Allocated amount of every class the provider has inventory of (0 when nothing is allocated)."""
     provider = get_provider(session, provider_uuid)
-    usage = usage_subquery()
     rows = session.execute(
-        select(ResourceClass.name, func.coalesce(usage.c.used, 0))
-        .select_from(Inventory)
+        select(ResourceClass.name, Inventory.used)
         .join(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
-        .outerjoin(usage, and_(usage.c.resource_provider_id == Inventory.resource_provider_id,
-                               usage.c.resource_class_id == Inventory.resource_class_id))
         .where(Inventory.resource_provider_id == provider.id))
     return {name: int(used) for name, used in rows}
 
@@ -98,16 +94,6 @@ def project_usages_by_type(session: Session, project_id: str, user_id: str | Non
     return out
 
 
-def _usage_of(provider_ids: Any) -> Any:
-    """Per provider and class, the sum of allocations of the providers `provider_ids` (a
-    select of ids) only, not of the whole allocations table: a derived table to LEFT JOIN."""
-    return (select(Allocation.resource_provider_id, Allocation.resource_class_id,
-                   func.sum(Allocation.used).label("used"))
-            .where(Allocation.resource_provider_id.in_(provider_ids))
-            .group_by(Allocation.resource_provider_id, Allocation.resource_class_id)
-            .subquery("usage"))
-
-
 def _rounded_down(value: Any) -> Any:
     """`value` rounded down to a whole unit, as allocations count capacity, on every database:
     a cast to integer truncates on SQLite but rounds to the nearest on PostgreSQL."""
@@ -137,15 +123,12 @@ def provider_room(session: Session, provider_uuids: Iterable[str]) -> dict[str, 
     wanted = list(set(provider_uuids))
     if not wanted:
         return {}
-    usage = _usage_of(select(ResourceProvider.id).where(ResourceProvider.uuid.in_(wanted)).scalar_subquery())
     rows = session.execute(
         select(ResourceProvider.uuid, ResourceClass.name, Inventory.total, Inventory.reserved,
-               Inventory.allocation_ratio, func.coalesce(usage.c.used, 0))
+               Inventory.allocation_ratio, Inventory.used)
         .select_from(Inventory)
         .join(ResourceProvider, ResourceProvider.id == Inventory.resource_provider_id)
         .join(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
-        .outerjoin(usage, and_(usage.c.resource_provider_id == Inventory.resource_provider_id,
-                               usage.c.resource_class_id == Inventory.resource_class_id))
         .where(ResourceProvider.uuid.in_(wanted)))
     room: dict[str, dict[str, tuple[int, int]]] = {}
     for uuid, name, total, reserved, ratio, used in rows:
@@ -159,18 +142,15 @@ def roots_with_class_outside(session: Session, resource_class: str, aggregate_uu
     `resource_class` that is in none of `aggregate_uuids`, by name. Two statements whatever the
     number of providers: the providers are chosen inside SQL, not passed in as a list."""
     chosen = _roots_outside(resource_class, aggregate_uuids)
-    usage = _usage_of(chosen)
     # Class names are looked up apart: joined in, they lead SQLite to walk every class.
     # Core rows through the connection: the session's ORM row handling costs as much as the query.
     connection = session.connection()
     class_names = dict(connection.execute(select(ResourceClass.id, ResourceClass.name)).all())
     rows = connection.execute(
         select(ResourceProvider.uuid, ResourceProvider.name, Inventory.resource_class_id, Inventory.total,
-               Inventory.reserved, Inventory.allocation_ratio, func.coalesce(usage.c.used, 0))
+               Inventory.reserved, Inventory.allocation_ratio, Inventory.used)
         .select_from(Inventory)
         .join(ResourceProvider, ResourceProvider.id == Inventory.resource_provider_id)
-        .outerjoin(usage, and_(usage.c.resource_provider_id == Inventory.resource_provider_id,
-                               usage.c.resource_class_id == Inventory.resource_class_id))
         .where(Inventory.resource_provider_id.in_(chosen))
         .order_by(ResourceProvider.name))
     found: dict[str, tuple[str, dict[str, tuple[int, int]]]] = {}
@@ -185,17 +165,15 @@ def roomiest_roots_outside(session: Session, resource_class: str, aggregate_uuid
     """(uuid, name, consumers) of at most `limit` root providers with inventory of
     `resource_class`, in none of `aggregate_uuids`, with room now for every amount of `needed`
     ({class: amount}): the fewest consumers first, then the most free MEMORY_MB, then by name.
-    The ranking is done in SQL, so a busy cluster's thousand providers cost one statement and
-    a handful of rows."""
+    The ranking is done in SQL over the kept counters (inventories.used, providers.consumers),
+    so a busy cluster's thousand providers cost one statement and a handful of rows."""
     connection = session.connection()
     class_ids = dict(connection.execute(select(ResourceClass.name, ResourceClass.id)
                                         .where(ResourceClass.name.in_([*needed, "MEMORY_MB"]))).all())
     if any(name not in class_ids for name in needed):
         return []
     chosen = _roots_outside(resource_class, aggregate_uuids)
-    usage = _usage_of(chosen)
-    free_now = _rounded_down((Inventory.total - Inventory.reserved) * Inventory.allocation_ratio) \
-        - func.coalesce(usage.c.used, 0)
+    free_now = _rounded_down((Inventory.total - Inventory.reserved) * Inventory.allocation_ratio) - Inventory.used
 
     def free_of(name: str) -> Any:
         return func.max(case((Inventory.resource_class_id == class_ids.get(name, -1), free_now)))
@@ -203,23 +181,14 @@ def roomiest_roots_outside(session: Session, resource_class: str, aggregate_uuid
     room = (select(Inventory.resource_provider_id.label("provider_id"),
                    *(free_of(name).label(f"free_{index}") for index, name in enumerate(needed)),
                    free_of("MEMORY_MB").label("free_memory"))
-            .outerjoin(usage, and_(usage.c.resource_provider_id == Inventory.resource_provider_id,
-                                   usage.c.resource_class_id == Inventory.resource_class_id))
             .where(Inventory.resource_provider_id.in_(chosen))
             .group_by(Inventory.resource_provider_id)
             .subquery("room"))
-    consumers = (select(Allocation.resource_provider_id, func.count(func.distinct(Allocation.consumer_id))
-                        .label("consumers"))
-                 .where(Allocation.resource_provider_id.in_(chosen))
-                 .group_by(Allocation.resource_provider_id)
-                 .subquery("consumers"))
-    count = func.coalesce(consumers.c.consumers, 0)
     rows = connection.execute(
-        select(ResourceProvider.uuid, ResourceProvider.name, count)
+        select(ResourceProvider.uuid, ResourceProvider.name, ResourceProvider.consumers)
         .join(room, room.c.provider_id == ResourceProvider.id)
-        .outerjoin(consumers, consumers.c.resource_provider_id == ResourceProvider.id)
         .where(*(room.c[f"free_{index}"] >= amount for index, amount in enumerate(needed.values())))
-        .order_by(count, func.coalesce(room.c.free_memory, 0).desc(), ResourceProvider.name)
+        .order_by(ResourceProvider.consumers, func.coalesce(room.c.free_memory, 0).desc(), ResourceProvider.name)
         .limit(limit))
     return [(uuid, name, int(n)) for uuid, name, n in rows]
 
@@ -230,8 +199,6 @@ def consumer_counts(session: Session, provider_uuids: Iterable[str]) -> dict[str
     if not wanted:
         return {}
     rows = session.connection().execute(
-        select(ResourceProvider.uuid, func.count(func.distinct(Allocation.consumer_id)))
-        .join(Allocation, Allocation.resource_provider_id == ResourceProvider.id)
-        .where(ResourceProvider.uuid.in_(wanted))
-        .group_by(ResourceProvider.uuid))
+        select(ResourceProvider.uuid, ResourceProvider.consumers)
+        .where(ResourceProvider.uuid.in_(wanted), ResourceProvider.consumers > 0))
     return {uuid: int(count) for uuid, count in rows}
