@@ -7,10 +7,7 @@ Create Date: 2026-11-21 10:34:23.773558
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from alembic import op
-
-import blazar_lite.db.base
 
 revision = '0007'
 down_revision = '0006'

@@ -11,8 +11,6 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import blazar_lite.db.base
-
 revision = '0008'
 down_revision = '0007'
 branch_labels = None
