@@ -62,8 +62,6 @@ def node_rows(session: Session, placement: PlacementBackend, reservation: Reserv
     return _on_demand(session, placement) if reservation is None else _hosts_of(session, reservation)
 
 
-
-
 def roomiest_on_demand_rows(session: Session, placement: PlacementBackend, needed: Mapping[str, int],
                             limit: int) -> list[NodeRow]:
     """At most `limit` on-demand nodes with room for `needed` now, ranked as fewest-instances
@@ -75,7 +73,6 @@ def roomiest_on_demand_rows(session: Session, placement: PlacementBackend, neede
         select(Host.resource_provider_uuid, Host.id, Host.status).where(Host.resource_provider_uuid.in_(uuids)))
              } if uuids else {}
     return [NodeRow(name, uuid, *hosts.get(uuid, (None, UP))) for uuid, name, _ in found]
-
 
 def _instances_on(session: Session, provider_uuids: Sequence[str]) -> dict[str, list[InstanceOnNode]]:
     found: dict[str, list[InstanceOnNode]] = {}
@@ -106,6 +103,7 @@ def read_snapshot(session: Session, placement: PlacementBackend, rows: Iterable[
     counts = placement.consumer_counts(uuids)
     instances = _instances_on(session, uuids) if with_instances else {}
     capabilities: dict[int, dict[str, str]] = {}
+    labels = placement.labels(uuids) if with_details else {}
     if with_details:
         host_ids = [row.host_id for row in rows if row.host_id is not None]
         for host_id, name, value in session.execute(
@@ -124,7 +122,8 @@ def read_snapshot(session: Session, placement: PlacementBackend, rows: Iterable[
             used={rc: used for rc, (_, used) in node_room.items()},
             instance_count=counts.get(row.provider_uuid, 0),
             instances=tuple(instances.get(row.provider_uuid, ())),
-            aggregates=frozenset(placement.aggregates(row.provider_uuid)) if with_details else frozenset(),
+            aggregates=frozenset(labels.get(row.provider_uuid, ((), ()))[0]),
+            traits=frozenset(labels.get(row.provider_uuid, ((), ()))[1]),
             capabilities=capabilities.get(row.host_id, {}) if row.host_id is not None else {},
             reservation_slots=slots))
     return Snapshot(tuple(nodes))

@@ -60,6 +60,10 @@ class PlacementBackend(Protocol):
         """The uuids of the providers in each of these aggregates (an empty list for one without)."""
         ...
 
+    def labels(self, provider_uuids: list[str]) -> dict[str, tuple[list[str], list[str]]]:
+        """(aggregate uuids, trait names) of each of these providers, read together."""
+        ...
+
     def allocate(self, consumer_uuid: str, allocation: Mapping[str, Resources], project_id: str,
                  user_id: str, consumer_type: str | None = None) -> None:
         """Make `allocation` ({provider uuid: {class: amount}}) the consumer's whole holding;
@@ -140,6 +144,9 @@ class EmbeddedPlacement:
 
     def aggregate_members(self, aggregate_uuids: list[str]) -> dict[str, list[str]]:
         return aggregates.aggregate_members(self.session, aggregate_uuids)
+
+    def labels(self, provider_uuids: list[str]) -> dict[str, tuple[list[str], list[str]]]:
+        return providers.labels_of(self.session, provider_uuids)
 
     def allocate(self, consumer_uuid: str, allocation: Mapping[str, Resources], project_id: str,
                  user_id: str, consumer_type: str | None = None) -> None:
