@@ -1,0 +1,1 @@
+"""The instance placement scriptlet (Starlark): compiling, checking and calling it."""
