@@ -19,6 +19,8 @@ from blazar_lite.hosts import api as hosts_api
 from blazar_lite.instances import api as instances_api
 from blazar_lite.leases import api as leases_api
 from blazar_lite.placement.api import register as register_placement
+from blazar_lite.server_config import api as server_config_api
+from blazar_lite.server_config.cache import ServerConfigCache
 from blazar_lite.settings import Settings
 
 LOG = logging.getLogger("blazar_lite.api")
@@ -68,9 +70,10 @@ def create_app(settings: Settings, database: Database | None = None) -> Flask:
     app.url_map.strict_slashes = False
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.compact = True  # type: ignore[attr-defined]
+    db = database or Database(settings.database_url)
     app.extensions["blazar_lite"] = web.Runtime(
-        settings=settings, db=database or Database(settings.database_url),
-        policy=Policy.from_file(settings.auth_policy_file))
+        settings=settings, db=db, policy=Policy.from_file(settings.auth_policy_file),
+        server_config=ServerConfigCache(db, float(settings.instances_config_refresh_seconds)))
 
     api = _Api(app, spec_kwargs={"info": {"description": "Reservations and leases for compute capacity, "
                                           "with a Placement-compatible inventory under /placement."}})
@@ -82,6 +85,7 @@ def create_app(settings: Settings, database: Database | None = None) -> Flask:
     api.register_blueprint(leases_api.blp, url_prefix="/v1")
     api.register_blueprint(instances_api.blp, url_prefix="/v1")
     api.register_blueprint(filters_api.blp, url_prefix="/v1")
+    api.register_blueprint(server_config_api.blp, url_prefix="/v1")
     app.register_blueprint(docs.blp)
 
     @app.before_request

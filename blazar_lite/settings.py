@@ -108,6 +108,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("instances", "iallocator_options", str, "",
            "Options (--key=value, separated by spaces) given to the IAllocator program before the "
            "message file, e.g. --static-kvm-node-memory=0 for hail."),
+    Option("instances", "scriptlet_timeout_ms", int, 200,
+           "Milliseconds the placement scriptlet (server config instances.placement.scriptlet) may run "
+           "for one placement before that request fails.", minimum=1, maximum=60000),
+    Option("instances", "config_refresh_seconds", int, 2,
+           "How often, at most, a process checks the database for server config changes (such as a new "
+           "scriptlet) made through another process.", minimum=1, maximum=3600),
 )
 
 _BY_ATTR = {o.attr: o for o in OPTIONS}
@@ -137,6 +143,8 @@ class Settings:
     instances_iallocator_search_path: str = ""
     instances_iallocator_timeout: int = 30
     instances_iallocator_options: str = ""
+    instances_scriptlet_timeout_ms: int = 200
+    instances_config_refresh_seconds: int = 2
     # Passed as-is to keystonemiddleware's auth_token when auth_strategy is keystone.
     keystone_authtoken: Mapping[str, str] = field(default_factory=dict)
     config_file: str | None = None

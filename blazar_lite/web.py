@@ -23,6 +23,7 @@ from blazar_lite.auth.context import RequestContext
 from blazar_lite.auth.policy import Policy
 from blazar_lite.db import Database
 from blazar_lite.exceptions import BadRequest, ServiceError
+from blazar_lite.server_config.cache import ServerConfigCache
 from blazar_lite.settings import Settings
 
 LOG = logging.getLogger(__name__)
@@ -36,6 +37,8 @@ class Runtime:
     settings: Settings
     db: Database
     policy: Policy
+    # The server configuration (/v1/config) as this process holds it.
+    server_config: ServerConfigCache
 
 
 def runtime() -> Runtime:
@@ -151,7 +154,9 @@ def error_response(status: int, name: str, message: str, code: str = "placement.
         error.update(extra or {})
         response = jsonify({"errors": [error]})
     else:
-        response = jsonify({"error_code": status, "error_name": name, "error_message": message})
+        # Blazar's three fields, then whatever else locates the problem (a scriptlet's line and column).
+        response = jsonify({"error_code": status, "error_name": name, "error_message": message,
+                            **{key: value for key, value in (extra or {}).items() if value is not None}})
     response.status_code = status
     return response
 

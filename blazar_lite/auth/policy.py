@@ -57,6 +57,10 @@ DEFAULT_RULES: dict[str, str] = {
     "instances:post": "rule:admin_or_member",
     "instances:put": "rule:admin_or_member",
     "instances:delete": "rule:admin_or_member",
+    # The server configuration (the placement scriptlet among it) is the operator's.
+    "config:get": "rule:admin",
+    "config:update": "rule:admin",
+    "scriptlet:test": "rule:admin",
 }
 
 # A token is a parenthesis or a check; a check may hold %(name)s substitutions.
