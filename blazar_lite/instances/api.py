@@ -105,7 +105,8 @@ def instance_body(view: service.InstanceView) -> dict[str, Any]:
 
 
 def allocator_config() -> service.AllocatorConfig:
-    """The configured allocator, with the IAllocator search path resolved."""
+    """The configured allocator, with the IAllocator search path resolved, and the placement
+    scriptlet of the server config, if one is set."""
     settings = web.runtime().settings
     path = tuple(p for p in settings.instances_iallocator_search_path.split(os.pathsep) if p)
     if not path and settings.instances_allocator.startswith("iallocator:"):
@@ -113,7 +114,9 @@ def allocator_config() -> service.AllocatorConfig:
 
         path = iallocator.default_search_path(settings.data_dir)
     return service.AllocatorConfig(settings.instances_allocator, path, float(settings.instances_iallocator_timeout),
-                                   tuple(settings.instances_iallocator_options.split()))
+                                   tuple(settings.instances_iallocator_options.split()),
+                                   scriptlet=web.runtime().server_config.scriptlet(),
+                                   scriptlet_timeout=settings.instances_scriptlet_timeout_ms / 1000)
 
 
 def _body(schema: Schema, *, optional: bool = False) -> Any:

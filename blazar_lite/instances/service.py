@@ -29,6 +29,9 @@ from blazar_lite.leases.dates import describe_date
 from blazar_lite.leases.models import ACTIVE as LEASE_ACTIVE
 from blazar_lite.leases.models import PENDING, PHYSICAL_HOST, STARTING, Lease, Reservation
 from blazar_lite.placement.backend import EmbeddedPlacement, PlacementBackend
+from blazar_lite.scriptlet import runtime as scriptlets
+from blazar_lite.scriptlet import world as scriptlet_world
+from blazar_lite.scriptlet.program import Program
 
 # Another request may take the room between the snapshot and the write; decide again this often.
 PLACEMENT_ATTEMPTS = 3
@@ -45,6 +48,10 @@ class AllocatorConfig:
     iallocator_search_path: tuple[str, ...] = ()
     iallocator_timeout: float = 30.0
     iallocator_options: tuple[str, ...] = ()
+    # The placement scriptlet of the server config, asked first when set; when it sets no
+    # target, the allocator above decides.
+    scriptlet: Program | None = None
+    scriptlet_timeout: float = scriptlets.DEFAULT_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -181,6 +188,40 @@ def _decide(snap: Snapshot, request: PlacementRequest, allocator: AllocatorConfi
     return builtin.choose(snap, request, allocator.name)
 
 
+def scriptlet_request(request: PlacementRequest) -> dict[str, Any]:
+    """The `request` a scriptlet sees (LXD's fields where they mean something here)."""
+    return {"name": request.name, "type": "forthcoming" if request.forthcoming else "instance",
+            "project": request.project_id, "reason": request.reason, "flavor": request.flavor_id,
+            "resources": dict(request.resources), "config": dict(request.config),
+            "reservation_id": request.reservation_id, "lease_id": request.lease_id,
+            "forthcoming": request.forthcoming, "deployment": None, "shape": None}
+
+
+def run_scriptlet(session: Session, placement: PlacementBackend, snap: Snapshot, request: PlacementRequest,
+                  program: Program, timeout: float) -> tuple[scriptlets.Outcome, list[str]]:
+    """Ask the scriptlet about the nodes of `snap` that pass the filters: its outcome, and the
+    candidates it was given (none: it is not called)."""
+    candidates, _ = builtin.filter_candidates(snap, request)
+    if not candidates:
+        return scriptlets.Outcome(), []
+    groups = scriptlet_world.group_names(session)
+    members = {node.name: scriptlet_world.member_of(node, groups) for node in snap.nodes}
+    world = scriptlet_world.DatabaseWorld(session, placement, snap, members)
+    names = [node.name for node in candidates]
+    outcome = scriptlets.decide(program, scriptlet_request(request), list(members.values()), names, world,
+                                instance_resources=request.resources, timeout=timeout)
+    return outcome, names
+
+
+def _decide_with_scriptlet(session: Session, placement: PlacementBackend, snap: Snapshot,
+                           request: PlacementRequest, allocator: AllocatorConfig) -> Decision:
+    assert allocator.scriptlet is not None
+    outcome, _ = run_scriptlet(session, placement, snap, request, allocator.scriptlet, allocator.scriptlet_timeout)
+    if outcome.target is not None:
+        return Decision(outcome.target)
+    return _decide(snap, request, allocator)
+
+
 def _siblings(session: Session, reservation_id: str | None, exclude: str | None) -> frozenset[str]:
     if reservation_id is None:
         return frozenset()
@@ -222,8 +263,9 @@ def place_instance(session: Session, placement: PlacementBackend, instance: Inst
     consumers, most free memory, name) among those with room are read: the first of them that
     passes the filters is the node the whole snapshot would give. Every node is read when none
     of them does, so that a refusal names every node's reason."""
+    scripted = allocator.scriptlet is not None and target is None
     ranked = (place.reservation is None and target is None and bool(resources)
-              and allocator.name == builtin.FEWEST_INSTANCES)
+              and allocator.name == builtin.FEWEST_INSTANCES and not scripted)
     rows: list[snapshot.NodeRow] | None = None
     for _ in range(PLACEMENT_ATTEMPTS):
         request = PlacementRequest(
@@ -241,8 +283,14 @@ def place_instance(session: Session, placement: PlacementBackend, instance: Inst
         if decision is None or decision.node is None:
             rows = rows if rows is not None else _all_rows(session, placement, place, target)
             snap = snapshot.read_snapshot(session, placement, rows, resource_class=place.slot_class,
-                                          with_instances=allocator.name.startswith("iallocator:"))
-            decision = builtin.choose(snap, request) if target is not None else _decide(snap, request, allocator)
+                                          with_instances=allocator.name.startswith("iallocator:"),
+                                          with_details=scripted)
+            if target is not None:
+                decision = builtin.choose(snap, request)
+            elif scripted:
+                decision = _decide_with_scriptlet(session, placement, snap, request, allocator)
+            else:
+                decision = _decide(snap, request, allocator)
         if decision.node is None:
             raise NotEnoughResources(decision.message)
         node = snap.node(decision.node)
