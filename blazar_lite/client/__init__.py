@@ -18,6 +18,7 @@ from blazar_lite.client.hosts import HostsClient
 from blazar_lite.client.http import ClientError, Credentials, V1Client, make_session
 from blazar_lite.client.instances import InstancesClient
 from blazar_lite.client.leases import LeasesClient
+from blazar_lite.client.server_config import ServerConfigClient
 
 
 class Client:
@@ -31,7 +32,8 @@ class Client:
         self.leases = LeasesClient(self.api)
         self.instances = InstancesClient(self.api)
         self.filters = FiltersClient(self.api)
+        self.config = ServerConfigClient(self.api)
 
 
 __all__ = ["Client", "ClientError", "Credentials", "FiltersClient", "FlavorsClient", "HostsClient", "InstancesClient",
-           "LeasesClient", "V1Client", "make_session"]
+           "LeasesClient", "ServerConfigClient", "V1Client", "make_session"]

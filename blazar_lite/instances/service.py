@@ -322,14 +322,10 @@ def _views(session: Session, instances: Sequence[Instance]) -> list[InstanceView
                          i.created_at, i.updated_at) for i in instances]
 
 
-def create_instance(session: Session, context: RequestContext, body: object, *,
-                    allocator: AllocatorConfig | None = None,
-                    placement: PlacementBackend | None = None) -> InstanceView:
-    """Create an instance for the caller's project (its reservation's project, for an admin),
-    placed by the allocator or on the admin's `host`. A forthcoming instance may name nothing; the
-    resources it names are allocated as if it were real."""
-    allocator = allocator or AllocatorConfig()
-    placement = placement or EmbeddedPlacement(session)
+def _new_instance(session: Session, context: RequestContext, body: object
+                  ) -> tuple[Instance, _Place, dict[str, int], str | None]:
+    """The instance a create body describes (not saved), where it may go, what it will hold and
+    the admin's target, if any; every 4xx of a create that comes before placing it."""
     request = requests.read_create(body)
     if request.host is not None and not context.is_admin:
         raise Forbidden("Only admins may choose the host of an instance; leave host out.")
@@ -356,11 +352,65 @@ def create_instance(session: Session, context: RequestContext, body: object, *,
                         forthcoming=request.forthcoming, flavor_id=flavor_id, vcpus=values["vcpus"],
                         memory_mb=values["memory_mb"], disk_gb=values["disk_gb"], reservation_id=reservation_id)
     _check_name_free(session, project_id, request.name)
-    resources = _resources(values["vcpus"], values["memory_mb"], values["disk_gb"])
+    return instance, place, _resources(values["vcpus"], values["memory_mb"], values["disk_gb"]), request.host
+
+
+def create_instance(session: Session, context: RequestContext, body: object, *,
+                    allocator: AllocatorConfig | None = None,
+                    placement: PlacementBackend | None = None) -> InstanceView:
+    """Create an instance for the caller's project (its reservation's project, for an admin),
+    placed by the allocator or on the admin's `host`. A forthcoming instance may name nothing; the
+    resources it names are allocated as if it were real."""
+    allocator = allocator or AllocatorConfig()
+    placement = placement or EmbeddedPlacement(session)
+    instance, place, resources, target = _new_instance(session, context, body)
     if resources or place.reservation is not None:
-        place_instance(session, placement, instance, place, resources, allocator, target=request.host)
+        place_instance(session, placement, instance, place, resources, allocator, target=target)
     _save(session, instance)
     return _view(session, instance)
+
+
+@dataclass(frozen=True)
+class PlacementTrial:
+    """What placing an instance would do now, decided but not written."""
+
+    candidates: list[str]
+    rejections: list[tuple[str, str]]
+    # The scriptlet's target, if it set one; `node` is where the instance would go (the target,
+    # else the allocator's choice; None when nothing can take it, `message` says why).
+    target: str | None
+    node: str | None
+    decided_by: str
+    message: str
+    log: list[tuple[str, str]]
+
+
+def try_placement(session: Session, context: RequestContext, body: object, program: Program,
+                  allocator: AllocatorConfig, placement: PlacementBackend | None = None) -> PlacementTrial:
+    """Decide where the instance `body` describes would go with `program` as the scriptlet,
+    against the live inventory, and write nothing (`blazar-lite scriptlet test`). A scriptlet
+    that rejects the request raises its 400, as a real create would."""
+    placement = placement or EmbeddedPlacement(session)
+    instance, place, resources, _ = _new_instance(session, context, body)
+    request = PlacementRequest(
+        name=instance.name, project_id=instance.project_id, resources=dict(resources), reason=NEW,
+        reservation_id=place.reservation.id if place.reservation else None,
+        lease_id=place.lease.id if place.lease else None,
+        affinity=place.reservation.affinity if place.reservation else None,
+        siblings_on=_siblings(session, instance.reservation_id, instance.uuid),
+        forthcoming=instance.forthcoming, flavor_id=instance.flavor_id)
+    rows = snapshot.node_rows(session, placement, place.reservation)
+    snap = snapshot.read_snapshot(session, placement, rows, resource_class=place.slot_class,
+                                  with_instances=allocator.name.startswith("iallocator:"), with_details=True)
+    candidates, rejections = builtin.filter_candidates(snap, request)
+    outcome, _ = run_scriptlet(session, placement, snap, request, program, allocator.scriptlet_timeout)
+    if outcome.target is not None:
+        node, decided_by, message = outcome.target, "scriptlet", ""
+    else:
+        decision = _decide(snap, request, allocator)
+        node, decided_by, message = decision.node, f"allocator {allocator.name}", decision.message
+    return PlacementTrial([c.name for c in candidates], [(r.node, r.reason) for r in rejections], outcome.target,
+                          node, decided_by, message, outcome.log)
 
 
 def _check_name_free(session: Session, project_id: str, name: str | None, except_uuid: str | None = None) -> None:
