@@ -146,10 +146,19 @@ class DatabaseWorld:
             .where(Instance.node == member, Instance.reservation_id.in_(reservation_ids))
             .group_by(Instance.reservation_id)).all())
 
+    def _is_host(self, name: str, function: str) -> bool:
+        """Whether `name` is a registered host (which reservations book); an on-demand node
+        the request could use is not, and has none. Any other name is an error."""
+        if isinstance(name, str) and self.session.scalar(
+                select(Host.id).where(Host.hypervisor_hostname == name)) is not None:
+            return True
+        if isinstance(name, str) and name in self.members:
+            return False
+        raise BadRequest(f"{function}({name!r}): no host or candidate node of that name.")
+
     def reservations(self, member: str, start: str | None, end: str | None) -> list[dict[str, Any]]:
-        if not isinstance(member, str) or self.session.scalar(
-                select(Host.id).where(Host.hypervisor_hostname == member)) is None:
-            raise BadRequest(f"get_reservations({member!r}): no host of that name.")
+        if not self._is_host(member, "get_reservations"):
+            return []
         rows = self._bookings(member, _when(start, "start"), _when(end, "end"))
         used = self._used_slots(member, [reservation.id for _, reservation, _, _ in rows])
         found = []
@@ -170,6 +179,8 @@ class DatabaseWorld:
         reservation on the host times the slot's size, and for an active physical:host
         reservation whatever of the host is not in use."""
         reserved: dict[str, int] = {}
+        if not self._is_host(member, "get_reserved_capacity"):
+            return reserved
         # An ACTIVE lease is the one holding the host now (the scheduler started it, and has not ended it).
         rows = [row for row in self._bookings(member, None, None) if row[0].status == ACTIVE]
         used = self._used_slots(member, [reservation.id for _, reservation, _, _ in rows])
