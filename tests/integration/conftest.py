@@ -44,24 +44,19 @@ def console_script():  # type: ignore[no-untyped-def]
     return _console_script
 
 
-@pytest.fixture(scope="module")
-def live_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-                make_pg_scratch_database) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    """Start `blazar-lite serve` on a free port with a new, empty database; yield its base URL."""
-    workdir = tmp_path_factory.mktemp("live")
-    config = workdir / "blazar-lite.conf"
-    config.write_text("")
+@contextlib.contextmanager
+def serve_process(workdir: Path, env: dict[str, str], config_text: str = "", name: str = "serve",
+                  extra_args: tuple[str, ...] = ()) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Run `blazar-lite serve` on a free port with `env` (its database settings included) and a
+    config file holding `config_text`; yield its base URL and process once it answers."""
+    config = workdir / f"{name}.conf"
+    config.write_text(config_text)
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BLAZAR_LITE_")}
-    env["BLAZAR_LITE_DATA_DIR"] = str(workdir / "data")
     base = f"http://127.0.0.1:{port}"
-    with contextlib.ExitStack() as stack:
-        if os.environ.get("BLAZAR_LITE_TEST_PG_URL"):
-            server_url = request.getfixturevalue("pg_server_url")
-            env["BLAZAR_LITE_DATABASE_URL"] = stack.enter_context(make_pg_scratch_database(server_url))
-        log = stack.enter_context((workdir / "serve.log").open("w+b"))
+    with (workdir / f"{name}.log").open("w+b") as log:
         process = subprocess.Popen(
-            [_console_script("blazar-lite"), "--config-file", str(config), "serve", "--port", str(port)],
+            [_console_script("blazar-lite"), "--config-file", str(config), "serve", "--port", str(port),
+             *extra_args],
             env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + STARTUP_SECONDS
@@ -76,7 +71,7 @@ def live_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
                 if time.monotonic() > deadline:
                     pytest.fail(f"blazar-lite serve did not answer within {STARTUP_SECONDS}s", pytrace=False)
                 time.sleep(0.2)
-            yield base
+            yield base, process
         finally:
             process.terminate()
             try:
@@ -84,6 +79,28 @@ def live_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+@contextlib.contextmanager
+def service_environment(request: pytest.FixtureRequest, workdir: Path) -> Iterator[dict[str, str]]:
+    """The environment of a served process with a new, empty database: a scratch PostgreSQL
+    database when BLAZAR_LITE_TEST_PG_URL is set, else SQLite in `workdir`/data."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BLAZAR_LITE_")}
+    env["BLAZAR_LITE_DATA_DIR"] = str(workdir / "data")
+    with contextlib.ExitStack() as stack:
+        if os.environ.get("BLAZAR_LITE_TEST_PG_URL"):
+            server_url = request.getfixturevalue("pg_server_url")
+            make = request.getfixturevalue("make_pg_scratch_database")
+            env["BLAZAR_LITE_DATABASE_URL"] = stack.enter_context(make(server_url))
+        yield env
+
+
+@pytest.fixture(scope="module")
+def live_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Start `blazar-lite serve` on a free port with a new, empty database; yield its base URL."""
+    workdir = tmp_path_factory.mktemp("live")
+    with service_environment(request, workdir) as env, serve_process(workdir, env) as (base, _):
+        yield base
 
 
 def _request_json(base: str, method: str, path: str, body=None, version: str | None = None):  # type: ignore[no-untyped-def]
