@@ -275,9 +275,7 @@ def _offered(session: Session, exclude_lease_id: str | None = None) -> dict[int,
     offered = and_(Host.reservable.is_(True), Host.status == "up")
     locked = offered
     if exclude_lease_id is not None:
-        booked = (select(ReservationBooking.host_id)
-                  .join(Reservation, Reservation.id == ReservationBooking.reservation_id)
-                  .where(Reservation.lease_id == exclude_lease_id))
+        booked = select(ReservationBooking.host_id).where(ReservationBooking.lease_id == exclude_lease_id)
         locked = or_(offered, Host.id.in_(booked))
     # Plain tuples, not ORM objects: a cluster's worth of hosts is read on every create.
     return {host_id: {"vcpus": vcpus, "memory_mb": memory_mb, "disk_gb": local_gb}
@@ -302,42 +300,61 @@ def _attributes_of(session: Session, ids: Sequence[int]) -> dict[int, dict[str, 
 
 
 def _overlap(window: availability.Window, cleaning_time: dt.timedelta, exclude_lease_id: str | None) -> list[Any]:
-    """Conditions for the bookings of leases overlapping `window` (widened by `cleaning_time`)."""
-    conditions = [Lease.start_date < window.end + cleaning_time, Lease.end_date > window.start - cleaning_time,
-                  Lease.status != TERMINATED]
+    """Conditions for the bookings overlapping `window` (widened by `cleaning_time`) of leases
+    that are not terminated."""
+    opens = window.start - cleaning_time
+    # Only a terminated lease that ends after the window opens could overlap it; there are few.
+    terminated = select(Lease.id).where(Lease.status == TERMINATED, Lease.end_date > opens)
+    conditions = [ReservationBooking.start_date < window.end + cleaning_time, ReservationBooking.end_date > opens,
+                  ReservationBooking.lease_id.not_in(terminated)]
     if exclude_lease_id is not None:
-        conditions.append(Lease.id != exclude_lease_id)
+        conditions.append(ReservationBooking.lease_id != exclude_lease_id)
     return conditions
 
 
 def _busy(session: Session, window: availability.Window, cleaning_time: dt.timedelta) -> set[int]:
     """The hosts that have a booking overlapping `window`."""
     return set(session.scalars(select(ReservationBooking.host_id).distinct()
-                               .join(Reservation, Reservation.id == ReservationBooking.reservation_id)
-                               .join(Lease, Lease.id == Reservation.lease_id)
                                .where(*_overlap(window, cleaning_time, None))))
 
 
 def _bookings(session: Session, window: availability.Window, cleaning_time: dt.timedelta,
               exclude_lease_id: str | None) -> dict[int, list[availability.Booking]]:
     """The bookings overlapping `window`, by host."""
-    # Amounts are built once per distinct size: a busy window has thousands of bookings and
-    # far fewer sizes.
-    stmt = (select(ReservationBooking.host_id, ReservationBooking.slots, Reservation.id, Reservation.resource_type,
-                   Reservation.vcpus, Reservation.memory_mb, Reservation.disk_gb, Lease.start_date, Lease.end_date)
-            .join(Reservation, Reservation.id == ReservationBooking.reservation_id)
-            .join(Lease, Lease.id == Reservation.lease_id)
+    # A busy window has thousands of bookings: they are read from the copies the booking rows
+    # carry, as plain rows on the session's connection (ORM rows cost more than the query), and
+    # amounts are built once per distinct size.
+    stmt = (select(ReservationBooking.host_id, ReservationBooking.start_date, ReservationBooking.end_date,
+                   ReservationBooking.exclusive, ReservationBooking.vcpus, ReservationBooking.memory_mb,
+                   ReservationBooking.disk_gb)
             .where(*_overlap(window, cleaning_time, exclude_lease_id)))
     found: dict[int, list[availability.Booking]] = {}
-    amounts: dict[tuple[Any, ...], dict[str, int]] = {}
-    for host_id, slots, reserved, resource_type, vcpus, memory_mb, disk_gb, start, end in session.execute(stmt):
-        size = (resource_type, slots, vcpus, memory_mb, disk_gb)
-        if size not in amounts:
-            amounts[size] = _booking_amounts(resource_type, slots,
-                                             {"vcpus": vcpus, "memory_mb": memory_mb, "disk_gb": disk_gb})
-        found.setdefault(host_id, []).append(availability.Booking(
-            start, end, amounts[size], exclusive=resource_type == PHYSICAL_HOST, reservation_id=reserved))
+    amounts: dict[tuple[int, int, int], dict[str, int]] = {}
+    whole_host: dict[str, int] = {}
+    for host_id, start, end, exclusive, vcpus, memory_mb, disk_gb in session.connection().execute(stmt).all():
+        if exclusive:
+            held = whole_host
+        else:
+            size = (vcpus, memory_mb, disk_gb)
+            held = amounts.get(size) or amounts.setdefault(
+                size, {"vcpus": vcpus, "memory_mb": memory_mb, "disk_gb": disk_gb})
+        found.setdefault(host_id, []).append(availability.Booking(start, end, held, exclusive=exclusive))
     return found
+
+
+def _booking_rows(lease: Lease, row: Reservation, chosen: Mapping[int, int]) -> list[ReservationBooking]:
+    """The bookings of reservation `row` of `lease` on its chosen hosts ({host id: slots}), each
+    with the copy of the lease's window and of what it holds that availability checks read."""
+    exclusive = row.resource_type == PHYSICAL_HOST
+    sizes = {"vcpus": row.vcpus, "memory_mb": row.memory_mb, "disk_gb": row.disk_gb}
+    bookings = []
+    for host_id, slots in sorted(chosen.items()):
+        held = _booking_amounts(row.resource_type, slots, sizes)
+        bookings.append(ReservationBooking(
+            reservation_id=row.id, host_id=host_id, slots=slots, lease_id=lease.id, start_date=lease.start_date,
+            end_date=lease.end_date, vcpus=held.get("vcpus", 0), memory_mb=held.get("memory_mb", 0),
+            disk_gb=held.get("disk_gb", 0), exclusive=exclusive))
+    return bookings
 
 
 _NO_ATTRIBUTES: dict[str, object] = {}
@@ -484,8 +501,7 @@ def create_lease(session: Session, context: RequestContext, body: Mapping[str, A
             row.lease_id = lease.id
             session.add(row)
             session.flush()
-            session.add_all(ReservationBooking(reservation_id=row.id, host_id=host_id, slots=slots)
-                            for host_id, slots in sorted(chosen.items()))
+            session.add_all(_booking_rows(lease, row, chosen))
             if row.resource_type != PHYSICAL_HOST:
                 _create_reservation_flavor(session, placement, row, context.project_id)
         for event_type, moment in _event_times(start, end, before_end, rules.minutes_before_end):

@@ -63,6 +63,7 @@ from blazar_lite.leases.service import (
     _affinity,
     _book,
     _booking_amounts,
+    _booking_rows,
     _event_times,
     _filter_text,
     _integer,
@@ -258,13 +259,15 @@ def _write(session: Session, placement: PlacementBackend, lease: Lease, decision
         current = flavors.get_flavor(session, row.reservation_flavor_id)
         if (current.vcpus, current.ram, current.disk) != tuple(sizes.values()):
             flavors.update_flavor(session, row.reservation_flavor_id, **sizes)
-    if decision.chosen is not None and decision.chosen != decision.held:
+    if decision.chosen is not None:
+        # Re-decided: the window or some sizes changed, and the bookings carry copies of both,
+        # so they are written again even when they stay on the same hosts.
         session.execute(delete(ReservationBooking).where(ReservationBooking.reservation_id == row.id))
-        session.add_all(ReservationBooking(reservation_id=row.id, host_id=host_id, slots=slots)
-                        for host_id, slots in sorted(decision.chosen.items()))
-        if lease.status == ACTIVE:
-            _follow_live(session, placement, lease, decision)
-        changed = True
+        session.add_all(_booking_rows(lease, row, decision.chosen))
+        if decision.chosen != decision.held:
+            if lease.status == ACTIVE:
+                _follow_live(session, placement, lease, decision)
+            changed = True
     if changed:
         row.updated_at = utcnow()
     return changed

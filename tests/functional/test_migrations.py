@@ -127,3 +127,59 @@ def test_an_upgrade_of_a_sqlite_database_gathers_planner_statistics(tmp_path) ->
     engine.dispose()
     # ANALYZE records the tables that hold rows: here the standard classes and traits.
     assert {"resource_classes", "traits"} <= tables
+
+
+def booking_copies(engine: Engine) -> list[tuple[object, ...]]:
+    from blazar_lite.leases.models import ReservationBooking
+
+    with engine.connect() as connection:
+        return [tuple(row) for row in connection.execute(
+            select(ReservationBooking.reservation_id, ReservationBooking.host_id, ReservationBooking.lease_id,
+                   ReservationBooking.start_date, ReservationBooking.end_date, ReservationBooking.vcpus,
+                   ReservationBooking.memory_mb, ReservationBooking.disk_gb, ReservationBooking.exclusive)
+            .order_by(ReservationBooking.reservation_id, ReservationBooking.host_id))]
+
+
+def assert_the_booking_copies_are_filled_from_existing_leases(url: str) -> None:
+    import datetime as dt
+
+    from alembic import command
+
+    from blazar_lite.auth.context import RequestContext
+    from blazar_lite.hosts.service import HostSpec, create_host
+    from blazar_lite.leases.service import create_lease
+
+    database = Database(url)
+    try:
+        upgrade(database.engine)
+        start = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
+        window = {"start_date": start.strftime("%Y-%m-%d %H:%M"),
+                  "end_date": (start + dt.timedelta(hours=5)).strftime("%Y-%m-%d %H:%M")}
+        with database.transaction() as session:
+            for name in ("compute-1", "compute-2", "compute-3", "compute-4"):
+                create_host(session, HostSpec(name=name, vcpus=8, memory_mb=16384, local_gb=100))
+            create_lease(session, RequestContext.admin(), {"name": "slots", **window, "reservations": [
+                {"resource_type": "virtual:instance", "amount": 3, "vcpus": 2, "memory_mb": 2048, "disk_gb": 10,
+                 "affinity": False}]})
+            create_lease(session, RequestContext.admin(), {"name": "whole", **window, "reservations": [
+                {"resource_type": "physical:host", "min": 1, "max": 1}]})
+        before = booking_copies(database.engine)
+        assert len(before) == 3 + 1 and {row[-1] for row in before} == {True, False}
+
+        config = alembic_config(url)
+        with database.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0007")
+        upgrade(database.engine)
+        assert booking_copies(database.engine) == before
+    finally:
+        database.dispose()
+
+
+def test_the_booking_copies_are_filled_from_existing_leases_on_sqlite(tmp_path: Path) -> None:
+    assert_the_booking_copies_are_filled_from_existing_leases(f"sqlite:///{tmp_path}/fill.db")
+
+
+@pytest.mark.postgres
+def test_the_booking_copies_are_filled_from_existing_leases_on_postgresql(pg_scratch_url: str) -> None:
+    assert_the_booking_copies_are_filled_from_existing_leases(pg_scratch_url)

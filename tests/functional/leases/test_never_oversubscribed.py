@@ -99,6 +99,22 @@ def check_cluster(database: Database) -> None:
             assert set(booked.values()) == {1}
 
 
+def check_booking_copies(database: Database) -> None:
+    """Every booking carries its lease, the lease's window and what it holds (slots × its
+    reservation's sizes, or the whole host), as the lease and reservation say now."""
+    with database.read() as session:
+        rows = session.execute(select(ReservationBooking, Reservation, Lease)
+                               .join(Reservation, Reservation.id == ReservationBooking.reservation_id)
+                               .join(Lease, Lease.id == Reservation.lease_id)).all()
+    for booking, reservation, lease in rows:
+        exclusive = reservation.resource_type == PHYSICAL_HOST
+        slots = 0 if exclusive else booking.slots
+        assert (booking.lease_id, booking.start_date, booking.end_date) == (lease.id, lease.start_date, lease.end_date)
+        assert (booking.vcpus, booking.memory_mb, booking.disk_gb, booking.exclusive) == (
+            slots * (reservation.vcpus or 0), slots * (reservation.memory_mb or 0), slots * (reservation.disk_gb or 0),
+            exclusive), f"booking {booking.id} of reservation {reservation.id}"
+
+
 def build_cluster(database: Database) -> None:
     with database.transaction() as session:
         for name, (vcpus, memory_mb, local_gb) in CLUSTER.items():
@@ -176,6 +192,10 @@ def machine_for(database: Database) -> type[RuleBasedStateMachine]:
         @invariant()
         def never_oversubscribed(self) -> None:
             check_cluster(database)
+
+        @invariant()
+        def bookings_carry_what_availability_reads(self) -> None:
+            check_booking_copies(database)
 
     return LeaseTraffic
 
