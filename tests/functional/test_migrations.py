@@ -169,7 +169,7 @@ def assert_the_booking_copies_are_filled_from_existing_leases(url: str) -> None:
         config = alembic_config(url)
         with database.engine.begin() as connection:
             config.attributes["connection"] = connection
-            command.downgrade(config, "0007")
+            command.downgrade(config, "0009")
         upgrade(database.engine)
         assert booking_copies(database.engine) == before
     finally:

@@ -1,7 +1,7 @@
 """booking copies: each booking carries its lease, the lease's window and what it holds
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-11-21 12:11:14.055737
 """
 
@@ -12,8 +12,8 @@ from alembic import op
 
 import blazar_lite.db.base
 
-revision = '0008'
-down_revision = '0007'
+revision = '0010'
+down_revision = '0009'
 branch_labels = None
 depends_on = None
 
