@@ -265,6 +265,36 @@ def test_a_failing_start_puts_the_event_and_the_lease_in_error_with_the_reason(
     assert run_due_events(database, now=window[0] + 2 * SECOND) == []
 
 
+def test_a_start_that_fails_on_its_second_host_leaves_no_inventory_on_the_first(
+        client: FlaskClient, database: Database, placement: PlacementClient, window) -> None:  # type: ignore[no-untyped-def]
+    first, second = register(client, "compute-1"), register(client, "compute-2")
+    created = create_lease(client, "l1", [instances(2, affinity=False)], *window)
+    resource_class = created["reservations"][0]["resource_class"]
+    # Hosts are started in id order: the second one's provider is the one that is gone.
+    last = max((first, second), key=lambda host: int(host["id"]))
+    kept = first if last is second else second
+    generation = placement.get(f"/resource_providers/{kept['reservation_provider_uuid']}").json["generation"]
+    assert placement.delete(f"/resource_providers/{last['reservation_provider_uuid']}").status_code == 204
+
+    [result] = run_due_events(database, now=window[0] + SECOND)
+    assert (result.event_type, result.outcome) == ("start_lease", FAILED)
+    assert lease(client, created["id"])["status"] == "ERROR"
+    assert resource_class not in inventories(placement, kept["reservation_provider_uuid"])
+    assert placement.get(f"/resource_providers/{kept['reservation_provider_uuid']}").json["generation"] == generation
+
+
+def test_a_lease_whose_class_was_deleted_by_hand_gets_it_back_when_it_starts(
+        client: FlaskClient, database: Database, placement: PlacementClient, window) -> None:  # type: ignore[no-untyped-def]
+    host = register(client, "compute-1")
+    created = create_lease(client, "l1", [instances(2, affinity=True)], *window)
+    resource_class = created["reservations"][0]["resource_class"]
+    assert placement.delete(f"/resource_classes/{resource_class}").status_code == 204
+
+    assert outcomes(run_due_events(database, now=window[0] + SECOND)) == [("start_lease", RAN)]
+    assert lease(client, created["id"])["status"] == "ACTIVE"
+    assert inventories(placement, host["reservation_provider_uuid"])[resource_class]["total"] == 2
+
+
 def test_a_busy_lease_makes_its_event_wait_and_retry(
         client: FlaskClient, database: Database, window) -> None:  # type: ignore[no-untyped-def]
     register(client, "compute-1")
