@@ -19,7 +19,7 @@ import socket
 import uuid as uuidlib
 from dataclasses import dataclass
 
-from sqlalchemy import and_, case, exists, or_, select
+from sqlalchemy import and_, case, exists, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from blazar_lite.db import Database
@@ -83,6 +83,14 @@ def _claim(session: Session, worker_id: str, now: dt.datetime, claim_timeout: dt
         claims.append(Claim(event.id, event.lease_id, event.event_type, event.time, event.attempts, until))
     session.flush()
     return claims
+
+
+def next_due_time(database: Database, now: dt.datetime, before: dt.datetime) -> dt.datetime | None:
+    """The earliest time after `now` and before `before` at which an event that has not run falls
+    due (None when there is none); events waiting for a retry are left to the regular passes."""
+    with database.read() as session:
+        return session.scalar(select(func.min(Event.time))
+                              .where(Event.status == UNDONE, Event.time > now, Event.time < before))
 
 
 def holds(session: Session, claim: Claim, worker_id: str) -> Event | None:

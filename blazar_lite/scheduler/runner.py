@@ -33,7 +33,7 @@ from blazar_lite.leases.models import (
     UNDONE,
     Lease,
 )
-from blazar_lite.scheduler.claims import Claim, claim_due_events, holds, worker_identity
+from blazar_lite.scheduler.claims import Claim, claim_due_events, holds, next_due_time, worker_identity
 from blazar_lite.settings import Settings
 
 LOG = logging.getLogger(__name__)
@@ -211,12 +211,17 @@ def run_due_events(database: Database, now: dt.datetime | None = None, worker_id
 
 # Seconds between two refreshes of the database's planner statistics (SQLite only).
 STATISTICS_INTERVAL = 3600
+EVENTS_JOB = "lease-events"
+# A pass brought forward to less than this after the current one ends could find the current one
+# still counted as running, and APScheduler would skip it.
+WAKE_MARGIN = dt.timedelta(milliseconds=100)
 
 
 class LeaseScheduler:
     """A background APScheduler job that runs `run_due_events` every `[scheduler] interval`
-    seconds, with its own database engine. One pass at a time: a pass that overruns the interval
-    delays the next rather than overlapping it."""
+    seconds, with its own database engine, and also when an event falls due before the next of
+    those passes, so that leases start on time rather than up to an interval late. One pass at a
+    time: a pass that overruns the interval delays the next rather than overlapping it."""
 
     def __init__(self, settings: Settings, database: Database | None = None) -> None:
         from apscheduler.schedulers.background import BackgroundScheduler
@@ -227,7 +232,7 @@ class LeaseScheduler:
         self.worker_id = worker_identity()
         self._scheduler = BackgroundScheduler(timezone=dt.UTC)
         self._scheduler.add_job(self.run_once, "interval", seconds=settings.scheduler_interval, max_instances=1,
-                                coalesce=True, id="lease-events", next_run_time=dt.datetime.now(dt.UTC))
+                                coalesce=True, id=EVENTS_JOB, next_run_time=dt.datetime.now(dt.UTC))
         self._scheduler.add_job(self.refresh_statistics, "interval", seconds=STATISTICS_INTERVAL, max_instances=1,
                                 coalesce=True, id="statistics")
 
@@ -239,14 +244,33 @@ class LeaseScheduler:
             LOG.exception("refreshing the database statistics failed; the next run tries again")
 
     def run_once(self) -> list[EventResult]:
-        """One pass; a failure of the pass itself (database down) is logged, and the next pass tries again."""
+        """One pass; a failure of the pass itself (database down) is logged, and the next pass tries again.
+        Afterwards the next pass is brought forward to the next event's time when that comes first."""
         try:
-            return run_due_events(self.database, worker_id=self.worker_id,
-                                  claim_timeout=dt.timedelta(seconds=self.settings.scheduler_claim_timeout),
-                                  max_attempts=self.settings.scheduler_max_attempts)
+            results = run_due_events(self.database, worker_id=self.worker_id,
+                                     claim_timeout=dt.timedelta(seconds=self.settings.scheduler_claim_timeout),
+                                     max_attempts=self.settings.scheduler_max_attempts)
         except Exception:
             LOG.exception("scheduler pass failed; the next one tries again")
             return []
+        try:
+            self.wake_for_next_event(utcnow())
+        except Exception:
+            LOG.exception("looking up the next due event failed; the next pass runs at the interval")
+        return results
+
+    def wake_for_next_event(self, now: dt.datetime) -> dt.datetime | None:
+        """When an event falls due between `now` and the next pass, move that pass to the event's
+        time (at least WAKE_MARGIN from `now`); the time it was moved to, or None."""
+        job = self._scheduler.get_job(EVENTS_JOB)
+        if job is None or job.next_run_time is None or job.next_run_time <= now + WAKE_MARGIN:
+            return None
+        due = next_due_time(self.database, now, job.next_run_time)
+        if due is None:
+            return None
+        wake = max(due, now + WAKE_MARGIN)
+        self._scheduler.modify_job(EVENTS_JOB, next_run_time=wake)
+        return wake
 
     def start(self) -> None:
         self._scheduler.start()

@@ -17,7 +17,7 @@ from blazar_lite.leases import lifecycle
 from blazar_lite.leases.models import IN_PROGRESS, Event
 from blazar_lite.placement.backend import EmbeddedPlacement
 from blazar_lite.scheduler import claims
-from blazar_lite.scheduler.runner import FAILED, RAN, RETRY, backoff, run_due_events
+from blazar_lite.scheduler.runner import EVENTS_JOB, FAILED, RAN, RETRY, LeaseScheduler, backoff, run_due_events
 from tests.conftest import PlacementClient
 
 START = dt.timedelta(hours=1)
@@ -384,3 +384,33 @@ def test_hosts_added_to_and_released_from_an_active_physical_reservation_move_be
                                     [int(held)])
     assert aggregates(placement, hosts[free]["resource_provider_uuid"]) == {aggregate}
     assert aggregates(placement, hosts[held]["resource_provider_uuid"]) == {FREEPOOL_AGGREGATE_UUID}
+
+
+def test_the_next_due_time_is_the_earliest_event_between_now_and_the_next_pass(
+        client: FlaskClient, database: Database, window) -> None:  # type: ignore[no-untyped-def]
+    register(client, "compute-1")
+    create_lease(client, "l1", [physical()], *window)
+    start = window[0]
+    assert claims.next_due_time(database, start - SECOND, start + SECOND) == start
+    assert claims.next_due_time(database, start - 3 * SECOND, start - SECOND) is None
+    assert claims.next_due_time(database, start, start + 2 * SECOND) is None
+
+
+def test_a_pass_is_brought_forward_to_an_event_due_before_the_next_interval(
+        client: FlaskClient, database: Database, settings, window) -> None:  # type: ignore[no-untyped-def]
+    register(client, "compute-1")
+    create_lease(client, "l1", [physical()], *window)
+    start = window[0]
+    scheduler = LeaseScheduler(settings, database)
+    interval = dt.timedelta(seconds=settings.scheduler_interval)
+
+    # The event comes after the next pass: that pass stays where the interval put it.
+    later = start - interval - SECOND
+    scheduler._scheduler.modify_job(EVENTS_JOB, next_run_time=later + interval)
+    assert scheduler.wake_for_next_event(later) is None
+    assert scheduler._scheduler.get_job(EVENTS_JOB).next_run_time == later + interval
+
+    now = start - SECOND
+    scheduler._scheduler.modify_job(EVENTS_JOB, next_run_time=now + interval)
+    assert scheduler.wake_for_next_event(now) == start
+    assert scheduler._scheduler.get_job(EVENTS_JOB).next_run_time == start
