@@ -17,7 +17,17 @@ from blazar_lite.leases import lifecycle
 from blazar_lite.leases.models import IN_PROGRESS, Event
 from blazar_lite.placement.backend import EmbeddedPlacement
 from blazar_lite.scheduler import claims
-from blazar_lite.scheduler.runner import EVENTS_JOB, FAILED, RAN, RETRY, LeaseScheduler, backoff, run_due_events
+from blazar_lite.scheduler.runner import (
+    EVENTS_JOB,
+    FAILED,
+    RAN,
+    RETRY,
+    LeaseScheduler,
+    backoff,
+    mark_claimed,
+    run_claim,
+    run_due_events,
+)
 from tests.conftest import PlacementClient
 
 START = dt.timedelta(hours=1)
@@ -414,3 +424,40 @@ def test_a_pass_is_brought_forward_to_an_event_due_before_the_next_interval(
     scheduler._scheduler.modify_job(EVENTS_JOB, next_run_time=now + interval)
     assert scheduler.wake_for_next_event(now) == start
     assert scheduler._scheduler.get_job(EVENTS_JOB).next_run_time == start
+
+
+def test_leases_starting_together_are_marked_together_and_a_busy_one_among_them_waits(
+        client: FlaskClient, database: Database, window) -> None:  # type: ignore[no-untyped-def]
+    register(client, "compute-1", vcpus=16)
+    created = [create_lease(client, f"l{i}", [instances(1)], *window) for i in range(3)]
+    busy = created[1]["id"]
+    with database.transaction() as session:
+        session.get(lifecycle.Lease, busy).status = "UPDATING"
+    now = window[0] + SECOND
+    timeout = dt.timedelta(minutes=5)
+    taken = claims.claim_due_events(database, "w", now, timeout)
+    assert len(taken) == 3
+
+    marked = mark_claimed(database, taken, "w")
+    assert {claim.lease_id for claim in taken if claim.event_id in marked} == {created[0]["id"], created[2]["id"]}
+    assert set(marked.values()) == {True}
+    assert [lease(client, c["id"])["status"] for c in created] == ["STARTING", "UPDATING", "STARTING"]
+
+    results = [run_claim(database, claim, "w", now=now, marked=marked.get(claim.event_id)) for claim in taken]
+    assert {r.lease_id: r.outcome for r in results} == {created[0]["id"]: RAN, busy: RETRY, created[2]["id"]: RAN}
+    assert [lease(client, c["id"])["status"] for c in created] == ["ACTIVE", "UPDATING", "ACTIVE"]
+
+
+def test_marking_together_leaves_out_events_whose_claim_was_taken_over(
+        client: FlaskClient, database: Database, window) -> None:  # type: ignore[no-untyped-def]
+    register(client, "compute-1", vcpus=16)
+    created = [create_lease(client, f"l{i}", [instances(1)], *window) for i in range(2)]
+    now = window[0] + SECOND
+    timeout = dt.timedelta(minutes=5)
+    slow = claims.claim_due_events(database, "slow", now, timeout)
+    [taken_over] = claims.claim_due_events(database, "fast", now + timeout, timeout, limit=1)
+
+    marked = mark_claimed(database, slow, "slow")
+    assert taken_over.event_id not in marked and len(marked) == 1
+    assert lease(client, taken_over.lease_id)["status"] == "PENDING"
+    assert {lease(client, c["id"])["status"] for c in created} == {"PENDING", "STARTING"}
