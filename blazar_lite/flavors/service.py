@@ -112,14 +112,19 @@ def _views(session: Session, flavors: list[Flavor]) -> list[FlavorView]:
                        projects.get(f.id, []), f.created_at, f.updated_at) for f in flavors]
 
 
+def _canonical_or_none(flavor_id: str) -> str | None:
+    """The flavor id in canonical form; None for one that is not a UUID (no flavor has it)."""
+    try:
+        return str(uuidlib.UUID(flavor_id))
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
 def _flavor(session: Session, flavor_id: str, reader: Reader | None = None, *, lock: bool = False) -> Flavor:
     """The flavor, or 404 when it does not exist or `reader` may not see it (a private flavor's
     existence is not disclosed); `lock` holds its row until the transaction ends, so concurrent
     changes to one flavor queue instead of colliding."""
-    try:
-        canonical = str(uuidlib.UUID(flavor_id))
-    except (ValueError, AttributeError, TypeError):
-        canonical = None
+    canonical = _canonical_or_none(flavor_id)
     stmt = select(Flavor).where(Flavor.id == canonical)
     if lock:
         stmt = stmt.with_for_update()
@@ -243,6 +248,13 @@ def delete_flavor(session: Session, flavor_id: str) -> None:
 def grant_access(session: Session, flavor_id: str, project_id: str) -> None:
     """Let `project_id` see and use the private flavor (granting it again is harmless).
     409 for a public flavor, which every project may use already."""
+    # A lease's start grants the access its flavor was created with: finding it held is one read,
+    # and the flavor's row needs no lock for a change that is not made.
+    held = session.scalar(select(FlavorAccess.id).join(Flavor, Flavor.id == FlavorAccess.flavor_id)
+                          .where(FlavorAccess.flavor_id == _canonical_or_none(flavor_id),
+                                 FlavorAccess.project_id == project_id, Flavor.is_public.is_(False)))
+    if held is not None:
+        return
     flavor = _flavor(session, flavor_id, lock=True)
     if flavor.is_public:
         raise Conflict(f"Flavor {flavor.id} is public: every project may use it, so access cannot be granted.")
