@@ -198,11 +198,13 @@ def create_flavor(session: Session, *, name: str, vcpus: int, ram: int, disk: in
         raise Conflict(f"Flavor {new_id} already exists.")
     _check_name_free(session, name)
     try:
-        session.add(Flavor(id=new_id, name=name, vcpus=vcpus, ram=ram, disk=disk, is_public=is_public))
+        flavor = Flavor(id=new_id, name=name, vcpus=vcpus, ram=ram, disk=disk, is_public=is_public)
+        session.add(flavor)
         session.flush()
         _set_extra_specs(session, new_id, specs)
+        # No other transaction sees the new flavor yet: its row needs no lock.
         for project_id in sorted(set(projects)):
-            grant_access(session, new_id, project_id)
+            _grant(session, flavor, project_id)
     except IntegrityError:
         # Only a concurrent creation of the same name or id gets here.
         raise Conflict(f"Flavor {name} was created by another request at the same time.") from None
@@ -255,7 +257,11 @@ def grant_access(session: Session, flavor_id: str, project_id: str) -> None:
                                  FlavorAccess.project_id == project_id, Flavor.is_public.is_(False)))
     if held is not None:
         return
-    flavor = _flavor(session, flavor_id, lock=True)
+    _grant(session, _flavor(session, flavor_id, lock=True), project_id)
+
+
+def _grant(session: Session, flavor: Flavor, project_id: str) -> None:
+    """Grant access to a flavor whose row the caller holds locked (or has just created)."""
     if flavor.is_public:
         raise Conflict(f"Flavor {flavor.id} is public: every project may use it, so access cannot be granted.")
     if not project_id or len(project_id) > MAX_TEXT:
