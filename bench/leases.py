@@ -14,7 +14,7 @@
    ones with the same number of reservations per host (--sql-sizes).
 4. The scheduler: 1,000 leases of one virtual:instance slot that all start in the same minute,
    and the seconds from that minute until all are ACTIVE. `process` (default) runs
-   `blazar-lite scheduler` against the database in real time, interval included; `pass` runs
+   `blazar-lite scheduler` against the database in real time, its wake-up included; `pass` runs
    the scheduler's pass in this process with its clock set to that minute.
 
     python bench/leases.py                          # SQLite, 1,000 hosts, 10,000 reservations

@@ -84,7 +84,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("scheduler", "enabled", bool, True, "Run the lease scheduler inside `blazar-lite serve`."),
     Option("scheduler", "interval", int, 2,
            "Seconds between two scheduler passes, each of which runs every lease event that is due "
-           "(Blazar's event_interval).", minimum=1),
+           "(Blazar's event_interval); an event that falls due sooner gets a pass at its time.", minimum=1),
     Option("scheduler", "claim_timeout", int, 300,
            "Seconds a scheduler process holds an event it claimed; an event still running after that "
            "is taken to belong to a process that died, and another scheduler runs it again.", minimum=10),

@@ -112,14 +112,19 @@ def _views(session: Session, flavors: list[Flavor]) -> list[FlavorView]:
                        projects.get(f.id, []), f.created_at, f.updated_at) for f in flavors]
 
 
+def _canonical_or_none(flavor_id: str) -> str | None:
+    """The flavor id in canonical form; None for one that is not a UUID (no flavor has it)."""
+    try:
+        return str(uuidlib.UUID(flavor_id))
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
 def _flavor(session: Session, flavor_id: str, reader: Reader | None = None, *, lock: bool = False) -> Flavor:
     """The flavor, or 404 when it does not exist or `reader` may not see it (a private flavor's
     existence is not disclosed); `lock` holds its row until the transaction ends, so concurrent
     changes to one flavor queue instead of colliding."""
-    try:
-        canonical = str(uuidlib.UUID(flavor_id))
-    except (ValueError, AttributeError, TypeError):
-        canonical = None
+    canonical = _canonical_or_none(flavor_id)
     stmt = select(Flavor).where(Flavor.id == canonical)
     if lock:
         stmt = stmt.with_for_update()
@@ -193,11 +198,13 @@ def create_flavor(session: Session, *, name: str, vcpus: int, ram: int, disk: in
         raise Conflict(f"Flavor {new_id} already exists.")
     _check_name_free(session, name)
     try:
-        session.add(Flavor(id=new_id, name=name, vcpus=vcpus, ram=ram, disk=disk, is_public=is_public))
+        flavor = Flavor(id=new_id, name=name, vcpus=vcpus, ram=ram, disk=disk, is_public=is_public)
+        session.add(flavor)
         session.flush()
         _set_extra_specs(session, new_id, specs)
+        # No other transaction sees the new flavor yet: its row needs no lock.
         for project_id in sorted(set(projects)):
-            grant_access(session, new_id, project_id)
+            _grant(session, flavor, project_id)
     except IntegrityError:
         # Only a concurrent creation of the same name or id gets here.
         raise Conflict(f"Flavor {name} was created by another request at the same time.") from None
@@ -243,7 +250,18 @@ def delete_flavor(session: Session, flavor_id: str) -> None:
 def grant_access(session: Session, flavor_id: str, project_id: str) -> None:
     """Let `project_id` see and use the private flavor (granting it again is harmless).
     409 for a public flavor, which every project may use already."""
-    flavor = _flavor(session, flavor_id, lock=True)
+    # A lease's start grants the access its flavor was created with: finding it held is one read,
+    # and the flavor's row needs no lock for a change that is not made.
+    held = session.scalar(select(FlavorAccess.id).join(Flavor, Flavor.id == FlavorAccess.flavor_id)
+                          .where(FlavorAccess.flavor_id == _canonical_or_none(flavor_id),
+                                 FlavorAccess.project_id == project_id, Flavor.is_public.is_(False)))
+    if held is not None:
+        return
+    _grant(session, _flavor(session, flavor_id, lock=True), project_id)
+
+
+def _grant(session: Session, flavor: Flavor, project_id: str) -> None:
+    """Grant access to a flavor whose row the caller holds locked (or has just created)."""
     if flavor.is_public:
         raise Conflict(f"Flavor {flavor.id} is public: every project may use it, so access cannot be granted.")
     if not project_id or len(project_id) > MAX_TEXT:

@@ -111,6 +111,21 @@ def _booked_hosts(session: Session, reservation_id: str) -> list[tuple[Host, int
     return [(host, slots) for host, slots in rows]
 
 
+def _lock_booked_hosts(session: Session, lease_id: str) -> dict[str, list[tuple[Host, int]]]:
+    """What `lock_hosts` locks, in the same order, read with what each reservation books there:
+    {reservation id: [(host, slots)] in host id order}, in one statement."""
+    rows = session.execute(select(Host, ReservationBooking.slots, ReservationBooking.reservation_id)
+                           .join(ReservationBooking, ReservationBooking.host_id == Host.id)
+                           .join(Reservation, Reservation.id == ReservationBooking.reservation_id)
+                           .where(Reservation.lease_id == lease_id)
+                           .order_by(Host.id)
+                           .with_for_update(of=Host))
+    booked: dict[str, list[tuple[Host, int]]] = {}
+    for host, slots, reservation_id in rows:
+        booked.setdefault(reservation_id, []).append((host, slots))
+    return booked
+
+
 # Start.
 
 def mark_starting(session: Session, lease_id: str) -> bool:
@@ -136,12 +151,13 @@ def start_lease(session: Session, lease_id: str, placement: PlacementBackend | N
     _check_not_busy(lease, "its start")
     if lease.status in (TERMINATING, TERMINATED):
         return False
-    lock_hosts(session, lease.id)
+    booked = _lock_booked_hosts(session, lease.id)
     for reservation in _reservations(session, lease.id):
+        hosts = booked.get(reservation.id, [])
         if reservation.resource_type == PHYSICAL_HOST:
-            _hosts_into_reservation(session, placement, reservation, lease)
+            _hosts_into_reservation(session, placement, reservation, hosts, lease)
         else:
-            _inventory_for_reservation(session, placement, reservation, lease.project_id)
+            _inventory_for_reservation(session, placement, reservation, hosts, lease.project_id)
         reservation.status = RESERVATION_ACTIVE
     lease.status = ACTIVE
     lease.status_reason = None
@@ -150,10 +166,10 @@ def start_lease(session: Session, lease_id: str, placement: PlacementBackend | N
 
 
 def _hosts_into_reservation(session: Session, placement: PlacementBackend, reservation: Reservation,
-                            lease: Lease) -> None:
+                            booked: list[tuple[Host, int]], lease: Lease) -> None:
     aggregate = reservation_aggregate_uuid(reservation.id)
     own_aggregate(session, aggregate, reservation_id=reservation.id, lease_id=lease.id, project_id=lease.project_id)
-    for host, _slots in _booked_hosts(session, reservation.id):
+    for host, _slots in booked:
         current = placement.aggregates(host.resource_provider_uuid)
         wanted = [a for a in current if a != FREEPOOL_AGGREGATE_UUID]
         if aggregate not in wanted:
@@ -163,12 +179,11 @@ def _hosts_into_reservation(session: Session, placement: PlacementBackend, reser
 
 
 def _inventory_for_reservation(session: Session, placement: PlacementBackend, reservation: Reservation,
-                               project_id: str) -> None:
+                               booked: list[tuple[Host, int]], project_id: str) -> None:
     resource_class = reservation.resource_class
     if not resource_class:
         raise Conflict(f"Reservation {reservation.id} has no resource class; it cannot be started.")
-    placement.ensure_resource_class(resource_class)
-    for host, slots in _booked_hosts(session, reservation.id):
+    for host, slots in booked:
         if not host.reservation_provider_uuid:
             raise Conflict(f"Host {host.hypervisor_hostname} has no reservation provider.")
         set_reservation_inventory(placement, host.reservation_provider_uuid, resource_class, slots)
@@ -181,24 +196,25 @@ def set_reservation_inventory(placement: PlacementBackend, provider_uuid: str, r
     """Make a host's reservation provider offer `slots` units of a reservation's class (none at 0),
     keeping the inventory of the other reservations it carries; nothing is written when it offers
     that already. Conflict when instances use more than `slots`. The caller holds the host's row
-    locked: the provider's inventory is read, then written whole."""
-    used = placement.usages(provider_uuid).get(resource_class, 0)
-    if slots < used:
-        raise Conflict(f"{used} instances use {resource_class} on reservation provider {provider_uuid}, more than "
-                       f"the {slots} slots asked for; delete instances first or keep more slots.")
-    inventory = placement.inventories(provider_uuid)
-    if slots > 0:
-        # One unit per instance, and never more than the reservation's slots on this host.
-        wanted = {"total": slots, "reserved": 0, "min_unit": 1, "max_unit": slots, "step_size": 1,
-                  "allocation_ratio": 1.0}
-        if inventory.get(resource_class) == wanted:
-            return
-        inventory[resource_class] = wanted
-    elif resource_class in inventory:
-        del inventory[resource_class]
-    else:
+    locked: the class's inventory is read, then written."""
+    current = placement.class_inventory(provider_uuid, resource_class)
+    if slots < current.used:
+        raise Conflict(f"{current.used} instances use {resource_class} on reservation provider {provider_uuid}, "
+                       f"more than the {slots} slots asked for; delete instances first or keep more slots.")
+    if slots == 0:
+        if current.inventory is not None:
+            placement.set_class_inventory(current, None)
         return
-    placement.set_inventories(provider_uuid, inventory)
+    # One unit per instance, and never more than the reservation's slots on this host.
+    wanted = {"total": slots, "reserved": 0, "min_unit": 1, "max_unit": slots, "step_size": 1,
+              "allocation_ratio": 1.0}
+    if current.inventory == wanted:
+        return
+    if current.resource_class_id is None:
+        # Lease creation made the class; one deleted by hand since is made again rather than failing the start.
+        placement.ensure_resource_class(resource_class)
+        current = placement.class_inventory(provider_uuid, resource_class)
+    placement.set_class_inventory(current, wanted)
 
 
 # Before the end.

@@ -17,12 +17,14 @@ from blazar_lite.placement import (
     aggregates,
     allocations,
     candidates,
+    class_inventory,
     inventories,
     providers,
     resource_classes,
     traits,
     usages,
 )
+from blazar_lite.placement.class_inventory import ClassInventory
 from blazar_lite.placement.models import ResourceProvider
 from blazar_lite.placement.providers import ProviderView
 from blazar_lite.placement.versions import MAX_VERSION
@@ -45,6 +47,15 @@ class PlacementBackend(Protocol):
         """Make the provider's inventory exactly `inventory` ({class: {total, ...}})."""
 
     def inventories(self, provider_uuid: str) -> dict[str, dict[str, Any]]: ...
+
+    def class_inventory(self, provider_uuid: str, resource_class: str) -> ClassInventory:
+        """The provider's inventory of one class, the units of it in use and the provider's
+        generation, read together so that `set_class_inventory` can change it."""
+        ...
+
+    def set_class_inventory(self, current: ClassInventory, fields: Mapping[str, Any] | None) -> None:
+        """Make the inventory of `current`'s class exactly `fields` (None: none), the provider's
+        other classes untouched; ConcurrentUpdate when the provider changed since `current` was read."""
 
     def ensure_resource_class(self, name: str) -> bool: ...
 
@@ -125,6 +136,12 @@ class EmbeddedPlacement:
 
     def inventories(self, provider_uuid: str) -> dict[str, dict[str, Any]]:
         return inventories.get_inventories(self.session, provider_uuid)[1]
+
+    def class_inventory(self, provider_uuid: str, resource_class: str) -> ClassInventory:
+        return class_inventory.read_class_inventory(self.session, provider_uuid, resource_class)
+
+    def set_class_inventory(self, current: ClassInventory, fields: Mapping[str, Any] | None) -> None:
+        class_inventory.write_class_inventory(self.session, current, fields)
 
     def ensure_resource_class(self, name: str) -> bool:
         return resource_classes.ensure_resource_class(self.session, name)

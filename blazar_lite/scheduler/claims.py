@@ -19,7 +19,7 @@ import socket
 import uuid as uuidlib
 from dataclasses import dataclass
 
-from sqlalchemy import and_, case, exists, or_, select
+from sqlalchemy import and_, case, exists, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from blazar_lite.db import Database
@@ -83,6 +83,22 @@ def _claim(session: Session, worker_id: str, now: dt.datetime, claim_timeout: dt
         claims.append(Claim(event.id, event.lease_id, event.event_type, event.time, event.attempts, until))
     session.flush()
     return claims
+
+
+def next_due_time(database: Database, now: dt.datetime, before: dt.datetime) -> dt.datetime | None:
+    """The earliest time after `now` and before `before` at which an event that has not run falls
+    due (None when there is none); events waiting for a retry are left to the regular passes."""
+    with database.read() as session:
+        return session.scalar(select(func.min(Event.time))
+                              .where(Event.status == UNDONE, Event.time > now, Event.time < before))
+
+
+def held(session: Session, claims: list[Claim], worker_id: str) -> set[str]:
+    """The ids of those claimed events that `worker_id` still holds, locked, in one statement."""
+    # In id order, so that two transactions locking several events queue rather than deadlock.
+    events = session.scalars(select(Event).where(Event.id.in_([claim.event_id for claim in claims]))
+                             .order_by(Event.id).with_for_update())
+    return {event.id for event in events if event.status == IN_PROGRESS and event.claimed_by == worker_id}
 
 
 def holds(session: Session, claim: Claim, worker_id: str) -> Event | None:

@@ -33,7 +33,7 @@ from blazar_lite.leases.models import (
     UNDONE,
     Lease,
 )
-from blazar_lite.scheduler.claims import Claim, claim_due_events, holds, worker_identity
+from blazar_lite.scheduler.claims import Claim, claim_due_events, held, holds, next_due_time, worker_identity
 from blazar_lite.settings import Settings
 
 LOG = logging.getLogger(__name__)
@@ -108,24 +108,57 @@ def _nothing(_session: Session) -> None:
     return None
 
 
-def _run(database: Database, claim: Claim, worker_id: str) -> bool:
-    """Run one claimed event to DONE; False when the claim was lost on the way."""
+def _steps(event_type: str) -> tuple[Callable[[Session, str], bool], Callable[..., object]]:
+    """The lifecycle's two steps for a start or an end: mark the lease, then act."""
+    if event_type == START_LEASE:
+        return lifecycle.mark_starting, lifecycle.start_lease
+    if event_type == END_LEASE:
+        return lifecycle.mark_terminating, lifecycle.end_lease
+    raise ValueError(f"unknown event type {event_type!r}")
+
+
+def _run(database: Database, claim: Claim, worker_id: str, marked: bool | None = None) -> bool:
+    """Run one claimed event to DONE; False when the claim was lost on the way. `marked` is what
+    marking the lease returned when `mark_claimed` did it already (None: not done yet)."""
     lease_id = claim.lease_id
     if claim.event_type == BEFORE_END_LEASE:
         return _step(database, claim, worker_id, lambda s: lifecycle.before_end_lease(s, lease_id),
                      finish=True) is not _LOST
-    if claim.event_type == START_LEASE:
-        mark, act = lifecycle.mark_starting, lifecycle.start_lease
-    elif claim.event_type == END_LEASE:
-        mark, act = lifecycle.mark_terminating, lifecycle.end_lease
-    else:
-        raise ValueError(f"unknown event type {claim.event_type!r}")
-    # The transitional state is committed on its own, so that users see the event at work.
-    marked = _step(database, claim, worker_id, lambda s: mark(s, lease_id), finish=False)
-    if marked is _LOST:
-        return False
+    mark, act = _steps(claim.event_type)
+    if marked is None:
+        # The transitional state is committed on its own, so that users see the event at work.
+        marked = _step(database, claim, worker_id, lambda s: mark(s, lease_id), finish=False)
+        if marked is _LOST:
+            return False
     action = (lambda s: act(s, lease_id)) if marked else _nothing
     return _step(database, claim, worker_id, action, finish=True) is not _LOST
+
+
+def mark_claimed(database: Database, claims: list[Claim], worker_id: str) -> dict[str, bool]:
+    """Move the leases of the claimed starts and ends into their transitional state in one
+    transaction for the lot (rather than one each): {event id: what marking returned}. An event
+    whose claim was lost, or whose lease is busy or gone, is left out, and so is every event when
+    the transaction fails: marking it on its own meets that again and deals with it."""
+    wanted = [claim for claim in claims if claim.event_type in (START_LEASE, END_LEASE)]
+    if len(wanted) < 2:
+        return {}
+    marked: dict[str, bool] = {}
+    try:
+        with database.transaction() as session:
+            ours = held(session, wanted, worker_id)
+            for claim in wanted:
+                if claim.event_id not in ours:
+                    continue
+                mark, _act = _steps(claim.event_type)
+                try:
+                    # Refusals come before any change, so the others' marks still commit.
+                    marked[claim.event_id] = mark(session, claim.lease_id)
+                except (lifecycle.LeaseBusy, lifecycle.LeaseGone):
+                    continue
+    except Exception as exc:  # noqa: BLE001 - each event is then marked on its own, which reports it
+        LOG.debug("marking %d leases together failed, marking each on its own: %s", len(wanted), _reason(exc))
+        return {}
+    return marked
 
 
 def _reason(exc: BaseException) -> str:
@@ -160,8 +193,8 @@ def _fail(database: Database, claim: Claim, worker_id: str, reason: str) -> None
 
 
 def run_claim(database: Database, claim: Claim, worker_id: str, *, now: dt.datetime | None = None,
-              max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> EventResult:
-    """Run one event this worker claimed, and record how it went."""
+              max_attempts: int = DEFAULT_MAX_ATTEMPTS, marked: bool | None = None) -> EventResult:
+    """Run one event this worker claimed, and record how it went (`marked`: see `_run`)."""
     now = now or utcnow()
 
     def result(outcome: str, detail: str | None = None) -> EventResult:
@@ -172,7 +205,7 @@ def run_claim(database: Database, claim: Claim, worker_id: str, *, now: dt.datet
         _fail(database, claim, worker_id, reason)
         return result(FAILED, reason)
     try:
-        ran = _run(database, claim, worker_id)
+        ran = _run(database, claim, worker_id, marked)
     except lifecycle.LeaseGone:
         # The lease was deleted after the claim; its events went with it.
         return result(LOST, "lease deleted")
@@ -205,18 +238,26 @@ def run_due_events(database: Database, now: dt.datetime | None = None, worker_id
         claims = claim_due_events(database, worker_id, moment, claim_timeout, batch_size)
         if not claims:
             return results
+        # Events past their attempts go to ERROR without being marked again.
+        marked = mark_claimed(database, [claim for claim in claims if claim.attempts <= max_attempts], worker_id)
         for claim in claims:
-            results.append(run_claim(database, claim, worker_id, now=moment, max_attempts=max_attempts))
+            results.append(run_claim(database, claim, worker_id, now=moment, max_attempts=max_attempts,
+                                     marked=marked.get(claim.event_id)))
 
 
 # Seconds between two refreshes of the database's planner statistics (SQLite only).
 STATISTICS_INTERVAL = 3600
+EVENTS_JOB = "lease-events"
+# A pass brought forward to less than this after the current one ends could find the current one
+# still counted as running, and APScheduler would skip it.
+WAKE_MARGIN = dt.timedelta(milliseconds=100)
 
 
 class LeaseScheduler:
     """A background APScheduler job that runs `run_due_events` every `[scheduler] interval`
-    seconds, with its own database engine. One pass at a time: a pass that overruns the interval
-    delays the next rather than overlapping it."""
+    seconds, with its own database engine, and also when an event falls due before the next of
+    those passes, so that leases start on time rather than up to an interval late. One pass at a
+    time: a pass that overruns the interval delays the next rather than overlapping it."""
 
     def __init__(self, settings: Settings, database: Database | None = None) -> None:
         from apscheduler.schedulers.background import BackgroundScheduler
@@ -227,7 +268,7 @@ class LeaseScheduler:
         self.worker_id = worker_identity()
         self._scheduler = BackgroundScheduler(timezone=dt.UTC)
         self._scheduler.add_job(self.run_once, "interval", seconds=settings.scheduler_interval, max_instances=1,
-                                coalesce=True, id="lease-events", next_run_time=dt.datetime.now(dt.UTC))
+                                coalesce=True, id=EVENTS_JOB, next_run_time=dt.datetime.now(dt.UTC))
         self._scheduler.add_job(self.refresh_statistics, "interval", seconds=STATISTICS_INTERVAL, max_instances=1,
                                 coalesce=True, id="statistics")
 
@@ -239,14 +280,33 @@ class LeaseScheduler:
             LOG.exception("refreshing the database statistics failed; the next run tries again")
 
     def run_once(self) -> list[EventResult]:
-        """One pass; a failure of the pass itself (database down) is logged, and the next pass tries again."""
+        """One pass; a failure of the pass itself (database down) is logged, and the next pass tries again.
+        Afterwards the next pass is brought forward to the next event's time when that comes first."""
         try:
-            return run_due_events(self.database, worker_id=self.worker_id,
-                                  claim_timeout=dt.timedelta(seconds=self.settings.scheduler_claim_timeout),
-                                  max_attempts=self.settings.scheduler_max_attempts)
+            results = run_due_events(self.database, worker_id=self.worker_id,
+                                     claim_timeout=dt.timedelta(seconds=self.settings.scheduler_claim_timeout),
+                                     max_attempts=self.settings.scheduler_max_attempts)
         except Exception:
             LOG.exception("scheduler pass failed; the next one tries again")
             return []
+        try:
+            self.wake_for_next_event(utcnow())
+        except Exception:
+            LOG.exception("looking up the next due event failed; the next pass runs at the interval")
+        return results
+
+    def wake_for_next_event(self, now: dt.datetime) -> dt.datetime | None:
+        """When an event falls due between `now` and the next pass, move that pass to the event's
+        time (at least WAKE_MARGIN from `now`); the time it was moved to, or None."""
+        job = self._scheduler.get_job(EVENTS_JOB)
+        if job is None or job.next_run_time is None or job.next_run_time <= now + WAKE_MARGIN:
+            return None
+        due = next_due_time(self.database, now, job.next_run_time)
+        if due is None:
+            return None
+        wake = max(due, now + WAKE_MARGIN)
+        self._scheduler.modify_job(EVENTS_JOB, next_run_time=wake)
+        return wake
 
     def start(self) -> None:
         self._scheduler.start()

@@ -17,7 +17,17 @@ from blazar_lite.leases import lifecycle
 from blazar_lite.leases.models import IN_PROGRESS, Event
 from blazar_lite.placement.backend import EmbeddedPlacement
 from blazar_lite.scheduler import claims
-from blazar_lite.scheduler.runner import FAILED, RAN, RETRY, backoff, run_due_events
+from blazar_lite.scheduler.runner import (
+    EVENTS_JOB,
+    FAILED,
+    RAN,
+    RETRY,
+    LeaseScheduler,
+    backoff,
+    mark_claimed,
+    run_claim,
+    run_due_events,
+)
 from tests.conftest import PlacementClient
 
 START = dt.timedelta(hours=1)
@@ -265,6 +275,36 @@ def test_a_failing_start_puts_the_event_and_the_lease_in_error_with_the_reason(
     assert run_due_events(database, now=window[0] + 2 * SECOND) == []
 
 
+def test_a_start_that_fails_on_its_second_host_leaves_no_inventory_on_the_first(
+        client: FlaskClient, database: Database, placement: PlacementClient, window) -> None:  # type: ignore[no-untyped-def]
+    first, second = register(client, "compute-1"), register(client, "compute-2")
+    created = create_lease(client, "l1", [instances(2, affinity=False)], *window)
+    resource_class = created["reservations"][0]["resource_class"]
+    # Hosts are started in id order: the second one's provider is the one that is gone.
+    last = max((first, second), key=lambda host: int(host["id"]))
+    kept = first if last is second else second
+    generation = placement.get(f"/resource_providers/{kept['reservation_provider_uuid']}").json["generation"]
+    assert placement.delete(f"/resource_providers/{last['reservation_provider_uuid']}").status_code == 204
+
+    [result] = run_due_events(database, now=window[0] + SECOND)
+    assert (result.event_type, result.outcome) == ("start_lease", FAILED)
+    assert lease(client, created["id"])["status"] == "ERROR"
+    assert resource_class not in inventories(placement, kept["reservation_provider_uuid"])
+    assert placement.get(f"/resource_providers/{kept['reservation_provider_uuid']}").json["generation"] == generation
+
+
+def test_a_lease_whose_class_was_deleted_by_hand_gets_it_back_when_it_starts(
+        client: FlaskClient, database: Database, placement: PlacementClient, window) -> None:  # type: ignore[no-untyped-def]
+    host = register(client, "compute-1")
+    created = create_lease(client, "l1", [instances(2, affinity=True)], *window)
+    resource_class = created["reservations"][0]["resource_class"]
+    assert placement.delete(f"/resource_classes/{resource_class}").status_code == 204
+
+    assert outcomes(run_due_events(database, now=window[0] + SECOND)) == [("start_lease", RAN)]
+    assert lease(client, created["id"])["status"] == "ACTIVE"
+    assert inventories(placement, host["reservation_provider_uuid"])[resource_class]["total"] == 2
+
+
 def test_a_busy_lease_makes_its_event_wait_and_retry(
         client: FlaskClient, database: Database, window) -> None:  # type: ignore[no-untyped-def]
     register(client, "compute-1")
@@ -354,3 +394,70 @@ def test_hosts_added_to_and_released_from_an_active_physical_reservation_move_be
                                     [int(held)])
     assert aggregates(placement, hosts[free]["resource_provider_uuid"]) == {aggregate}
     assert aggregates(placement, hosts[held]["resource_provider_uuid"]) == {FREEPOOL_AGGREGATE_UUID}
+
+
+def test_the_next_due_time_is_the_earliest_event_between_now_and_the_next_pass(
+        client: FlaskClient, database: Database, window) -> None:  # type: ignore[no-untyped-def]
+    register(client, "compute-1")
+    create_lease(client, "l1", [physical()], *window)
+    start = window[0]
+    assert claims.next_due_time(database, start - SECOND, start + SECOND) == start
+    assert claims.next_due_time(database, start - 3 * SECOND, start - SECOND) is None
+    assert claims.next_due_time(database, start, start + 2 * SECOND) is None
+
+
+def test_a_pass_is_brought_forward_to_an_event_due_before_the_next_interval(
+        client: FlaskClient, database: Database, settings, window) -> None:  # type: ignore[no-untyped-def]
+    register(client, "compute-1")
+    create_lease(client, "l1", [physical()], *window)
+    start = window[0]
+    scheduler = LeaseScheduler(settings, database)
+    interval = dt.timedelta(seconds=settings.scheduler_interval)
+
+    # The event comes after the next pass: that pass stays where the interval put it.
+    later = start - interval - SECOND
+    scheduler._scheduler.modify_job(EVENTS_JOB, next_run_time=later + interval)
+    assert scheduler.wake_for_next_event(later) is None
+    assert scheduler._scheduler.get_job(EVENTS_JOB).next_run_time == later + interval
+
+    now = start - SECOND
+    scheduler._scheduler.modify_job(EVENTS_JOB, next_run_time=now + interval)
+    assert scheduler.wake_for_next_event(now) == start
+    assert scheduler._scheduler.get_job(EVENTS_JOB).next_run_time == start
+
+
+def test_leases_starting_together_are_marked_together_and_a_busy_one_among_them_waits(
+        client: FlaskClient, database: Database, window) -> None:  # type: ignore[no-untyped-def]
+    register(client, "compute-1", vcpus=16)
+    created = [create_lease(client, f"l{i}", [instances(1)], *window) for i in range(3)]
+    busy = created[1]["id"]
+    with database.transaction() as session:
+        session.get(lifecycle.Lease, busy).status = "UPDATING"
+    now = window[0] + SECOND
+    timeout = dt.timedelta(minutes=5)
+    taken = claims.claim_due_events(database, "w", now, timeout)
+    assert len(taken) == 3
+
+    marked = mark_claimed(database, taken, "w")
+    assert {claim.lease_id for claim in taken if claim.event_id in marked} == {created[0]["id"], created[2]["id"]}
+    assert set(marked.values()) == {True}
+    assert [lease(client, c["id"])["status"] for c in created] == ["STARTING", "UPDATING", "STARTING"]
+
+    results = [run_claim(database, claim, "w", now=now, marked=marked.get(claim.event_id)) for claim in taken]
+    assert {r.lease_id: r.outcome for r in results} == {created[0]["id"]: RAN, busy: RETRY, created[2]["id"]: RAN}
+    assert [lease(client, c["id"])["status"] for c in created] == ["ACTIVE", "UPDATING", "ACTIVE"]
+
+
+def test_marking_together_leaves_out_events_whose_claim_was_taken_over(
+        client: FlaskClient, database: Database, window) -> None:  # type: ignore[no-untyped-def]
+    register(client, "compute-1", vcpus=16)
+    created = [create_lease(client, f"l{i}", [instances(1)], *window) for i in range(2)]
+    now = window[0] + SECOND
+    timeout = dt.timedelta(minutes=5)
+    slow = claims.claim_due_events(database, "slow", now, timeout)
+    [taken_over] = claims.claim_due_events(database, "fast", now + timeout, timeout, limit=1)
+
+    marked = mark_claimed(database, slow, "slow")
+    assert taken_over.event_id not in marked and len(marked) == 1
+    assert lease(client, taken_over.lease_id)["status"] == "PENDING"
+    assert {lease(client, c["id"])["status"] for c in created} == {"PENDING", "STARTING"}
