@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from blazar_lite.exceptions import BadRequest, ConcurrentUpdate, Conflict, NotFound
 from blazar_lite.placement.common import normalize_uuid
-from blazar_lite.placement.models import Allocation, Inventory, ResourceClass, ResourceProvider
+from blazar_lite.placement.models import Inventory, ResourceClass, ResourceProvider
 
 FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "allocation_ratio")
 
@@ -46,13 +46,9 @@ def read_class_inventory(session: Session, provider_uuid: str, resource_class: s
         uuid = normalize_uuid(provider_uuid)
     except BadRequest:
         uuid = None
-    used = (select(func.coalesce(func.sum(Allocation.used), 0))
-            .where(Allocation.resource_provider_id == ResourceProvider.id,
-                   Allocation.resource_class_id == ResourceClass.id)
-            .scalar_subquery())
     row = session.execute(
         select(ResourceProvider.id, ResourceProvider.generation, ResourceClass.id, Inventory.id,
-               *(getattr(Inventory, name) for name in FIELDS), used)
+               *(getattr(Inventory, name) for name in FIELDS), func.coalesce(Inventory.used, 0))
         .select_from(ResourceProvider)
         .outerjoin(ResourceClass, ResourceClass.name == resource_class)
         .outerjoin(Inventory, and_(Inventory.resource_provider_id == ResourceProvider.id,
@@ -77,18 +73,13 @@ def write_class_inventory(session: Session, current: ClassInventory, fields: Map
         raise BadRequest(f"Unknown resource class in request: {current.resource_class}. "
                          "Create custom classes with PUT /resource_classes/CUSTOM_<NAME> first.")
     values = dict(fields) if fields is not None else None
-    if values is None:
-        if current.inventory_id is None:
-            return
-        if current.used:
-            raise Conflict(f"Inventory for {current.resource_class} on resource provider {current.provider_uuid} in "
-                           "use: delete the allocations first.", code="placement.inventory.inuse")
-        session.execute(delete(Inventory).where(Inventory.id == current.inventory_id))
-    elif current.inventory_id is None:
-        session.execute(insert(Inventory).values(resource_provider_id=current.provider_id,
-                                                 resource_class_id=current.resource_class_id, **values))
-    else:
-        session.execute(update(Inventory).where(Inventory.id == current.inventory_id).values(**values))
+    if values is None and current.inventory_id is None:
+        return
+    if values is None and current.used:
+        raise Conflict(f"Inventory for {current.resource_class} on resource provider {current.provider_uuid} in "
+                       "use: delete the allocations first.", code="placement.inventory.inuse")
+    # The generation first: allocation writes lock the provider before its inventory rows (to
+    # count usage), and so must this, or the two could deadlock.
     # ORM-enabled UPDATE: a provider already loaded in this session sees its new generation.
     bumped = session.execute(update(ResourceProvider)
                              .where(ResourceProvider.id == current.provider_id,
@@ -98,3 +89,10 @@ def write_class_inventory(session: Session, current: ClassInventory, fields: Map
         raise ConcurrentUpdate(
             f"resource provider generation conflict: {current.provider_uuid}: Resource provider's generation "
             "already changed. Please update the generation and try again.")
+    if values is None:
+        session.execute(delete(Inventory).where(Inventory.id == current.inventory_id))
+    elif current.inventory_id is None:
+        session.execute(insert(Inventory).values(resource_provider_id=current.provider_id,
+                                                 resource_class_id=current.resource_class_id, **values))
+    else:
+        session.execute(update(Inventory).where(Inventory.id == current.inventory_id).values(**values))
