@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from blazar_lite.exceptions import BadRequest
@@ -66,14 +66,24 @@ def revision(session: Session) -> int:
     return int(session.scalar(select(ConfigRevision.revision).where(ConfigRevision.id == 1)) or 0)
 
 
+def _advance_revision(session: Session) -> None:
+    """Move the revision, first of all: that takes its row lock, so concurrent writers apply one
+    after the other. The row is made again if someone removed it (the migration creates it)."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    session.execute(insert(ConfigRevision).values(id=1, revision=1)
+                    .on_conflict_do_update(index_elements=["id"], set_={"revision": ConfigRevision.revision + 1}))
+
+
 def _store(session: Session, wanted: Mapping[str, str]) -> dict[str, str]:
     """Make the stored configuration exactly `wanted` (empty values are unset keys)."""
     wanted = {key: value for key, value in wanted.items() if value != ""}
     for key, value in wanted.items():
         KEYS[key].check(value)
-    # Moving the revision first takes its row lock: concurrent writers apply one after the other.
-    session.execute(update(ConfigRevision).where(ConfigRevision.id == 1)
-                    .values(revision=ConfigRevision.revision + 1))
+    _advance_revision(session)
     current = {row.key: row for row in session.scalars(select(ConfigEntry))}
     session.execute(delete(ConfigEntry).where(ConfigEntry.key.not_in(list(wanted))))
     for key, value in wanted.items():

@@ -117,3 +117,20 @@ def test_another_application_on_the_same_database_sees_a_change_after_its_refres
     program = cache.scriptlet()
     assert program is not None and program.source == GOOD
     assert cache.scriptlet() is program, "compiled once, then kept"
+
+
+def test_each_change_moves_the_revision_even_after_its_row_was_removed(client: FlaskClient, database) -> None:  # type: ignore[no-untyped-def]
+    from sqlalchemy import delete
+
+    from blazar_lite.server_config import service
+    from blazar_lite.server_config.models import ConfigRevision
+
+    with database.transaction() as session:
+        before = service.revision(session)
+    put(client, {KEY: GOOD})
+    with database.transaction() as session:
+        assert service.revision(session) == before + 1
+        session.execute(delete(ConfigRevision))
+    put(client, {})
+    with database.transaction() as session:
+        assert service.revision(session) == 1
