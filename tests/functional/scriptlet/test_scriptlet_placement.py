@@ -217,3 +217,32 @@ def test_evacuation_asks_the_scriptlet_with_its_reason(client: FlaskClient, data
     assert response.status_code == 200, response.get_json()
     [moved] = response.get_json()["relocations"]
     assert (moved["subject_id"], moved["to_node"], moved["reason"]) == (vm["id"], "compute-3", "evacuation")
+
+
+def test_log_lines_reach_the_service_log_with_the_request_id(client: FlaskClient, placement: PlacementClient) -> None:
+    import logging
+
+    from blazar_lite.web import REQUEST_ID_HEADER, RequestIdFilter
+
+    class Keep(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.records: list[logging.LogRecord] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.records.append(record)
+
+    compute_node(placement, "a")
+    use(client, script('log_warn("placing", request.name, "with care")'))
+    kept = Keep()
+    kept.addFilter(RequestIdFilter())
+    logger = logging.getLogger("blazar_lite.scriptlet")
+    logger.addHandler(kept)
+    try:
+        response = client.post("/v1/instances", json={"name": "web", "vcpus": 1, "memory_mb": 512}, headers=MEMBER)
+    finally:
+        logger.removeHandler(kept)
+    assert response.status_code == 201
+    [record] = kept.records
+    assert (record.levelname, record.getMessage()) == ("WARNING", "instance placement scriptlet: placing web with care")
+    assert record.request_id == response.headers[REQUEST_ID_HEADER]  # type: ignore[attr-defined]
