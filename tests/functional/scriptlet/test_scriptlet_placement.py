@@ -246,3 +246,17 @@ def test_log_lines_reach_the_service_log_with_the_request_id(client: FlaskClient
     [record] = kept.records
     assert (record.levelname, record.getMessage()) == ("WARNING", "instance placement scriptlet: placing web with care")
     assert record.request_id == response.headers[REQUEST_ID_HEADER]  # type: ignore[attr-defined]
+
+
+def test_a_host_going_down_asks_the_scriptlet_with_reason_relocation(client: FlaskClient, database: Database) -> None:
+    first = register(client, "compute-1")
+    register(client, "compute-2")
+    register(client, "compute-3")
+    lease = started_lease(client, database, [slots(3, affinity=False)])
+    [reservation] = lease["reservations"]
+    vm = create(client, {"name": "vm", "reservation_id": reservation["id"], "host": "compute-1"}, ADMIN)
+    use(client, script('if request.reason == "relocation":\n    set_target("compute-3")'))
+    assert client.put(f"/v1/os-hosts/{first['id']}", json={"status": "down"}).status_code == 200
+    moves = client.get("/v1/os-hosts/relocations").get_json()["relocations"]
+    [moved] = [move for move in moves if move["subject_id"] == vm["id"]]
+    assert (moved["to_node"], moved["reason"]) == ("compute-3", "relocation")
