@@ -129,6 +129,20 @@ def query_args(allowed: set[str]) -> dict[str, str]:
     return args
 
 
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off", ""}
+
+
+def flag(args: Mapping[str, str], key: str) -> bool:
+    """A boolean query parameter (absent: false)."""
+    value = args.get(key, "false").strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise BadRequest(f"Invalid query parameter {key}={args[key]!r}: use True or False.")
+
+
 def raw_field(description: str) -> fields.Raw:
     """A body field documented but not typed by the schema: the service checks its type, with a
     message that names the field (and accepts what Blazar's clients send, e.g. "True")."""

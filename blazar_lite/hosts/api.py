@@ -15,7 +15,7 @@ from flask_smorest import Blueprint
 from marshmallow import INCLUDE, Schema, fields, validate
 
 from blazar_lite import web
-from blazar_lite.exceptions import BadRequest, NotFound
+from blazar_lite.exceptions import NotFound
 from blazar_lite.hosts import aggregates, properties, service
 from blazar_lite.hosts.reservations import HostReservation
 from blazar_lite.instances import relocation
@@ -210,19 +210,6 @@ def _host_id(text: str) -> int:
     return int(text)
 
 
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off", ""}
-
-
-def _flag(args: dict[str, str], key: str) -> bool:
-    value = args.get(key, "false").strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise BadRequest(f"Invalid query parameter {key}={args[key]!r}: use True or False.")
-
-
 @blp.route("/os-hosts", methods=["GET"])
 @blp.alt_response(200, schema=HostsEnvelope, description="Every registered host.")
 def list_hosts():  # type: ignore[no-untyped-def]
@@ -363,7 +350,7 @@ def list_properties():  # type: ignore[no-untyped-def]
     their private flag and values; private ones only with all=True."""
     web.enforce("hosts:get_resource_properties")
     args = web.query_args({"detail", "all"})
-    detail, include_private = _flag(args, "detail"), _flag(args, "all")
+    detail, include_private = web.flag(args, "detail"), web.flag(args, "all")
     with web.runtime().db.read() as session:
         found = properties.list_properties(session, include_private=include_private)
         return {"resource_properties": [_property_body(p, detail) for p in found]}
