@@ -13,6 +13,7 @@ from blazar_lite import __version__, docs, versions, web
 from blazar_lite.auth import middleware
 from blazar_lite.auth.policy import Policy
 from blazar_lite.db import Database
+from blazar_lite.deployments import api as deployments_api
 from blazar_lite.filters import api as filters_api
 from blazar_lite.flavors import api as flavors_api
 from blazar_lite.hosts import api as hosts_api
@@ -88,6 +89,7 @@ def create_app(settings: Settings, database: Database | None = None) -> Flask:
     api.register_blueprint(filters_api.blp, url_prefix="/v1")
     api.register_blueprint(server_config_api.blp, url_prefix="/v1")
     api.register_blueprint(scriptlet_api.blp, url_prefix="/v1")
+    api.register_blueprint(deployments_api.blp, url_prefix="/v1")
     app.register_blueprint(docs.blp)
 
     @app.before_request

@@ -57,6 +57,14 @@ DEFAULT_RULES: dict[str, str] = {
     "instances:post": "rule:admin_or_member",
     "instances:put": "rule:admin_or_member",
     "instances:delete": "rule:admin_or_member",
+    # Deleting a deployment shape's instance below the shape's scaling_minimum.
+    "instances:force_delete": "rule:admin",
+    # Deployments belong to a project as leases do.
+    "deployments:get": "rule:admin_or_reader",
+    "deployments:get_all": "rule:admin",
+    "deployments:post": "rule:admin_or_member",
+    "deployments:put": "rule:admin_or_member",
+    "deployments:delete": "rule:admin_or_member",
     # The server configuration (the placement scriptlet among it) is the operator's.
     "config:get": "rule:admin",
     "config:update": "rule:admin",

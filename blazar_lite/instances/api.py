@@ -170,11 +170,15 @@ def show_instance(ref: str):  # type: ignore[no-untyped-def]
 @blp.route("/instances/<string:ref>", methods=["DELETE"])
 @blp.alt_response(204, description="Deleted; what it held is free again.")
 def delete_instance(ref: str):  # type: ignore[no-untyped-def]
-    """Delete an instance (by uuid or name), real or forthcoming."""
+    """Delete an instance (by uuid or name), real or forthcoming. An instance of a deployment
+    shape at its scaling_minimum is refused (409) unless an admin adds ?force=true."""
     context = web.caller()
     web.enforce("instances:delete", {"project_id": context.project_id})
+    force = web.flag(web.query_args({"force"}), "force")
+    if force:
+        web.enforce("instances:force_delete")
     with web.runtime().db.transaction() as session:
-        service.delete_instance(session, context, ref)
+        service.delete_instance(session, context, ref, force=force)
     return "", 204
 
 

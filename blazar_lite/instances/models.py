@@ -43,6 +43,9 @@ class Instance(Base):
     reservation_id: Mapped[str | None] = mapped_column(ForeignKey("reservations.id"), index=True)
     node: Mapped[str | None] = mapped_column(String(255), index=True)
     node_provider_uuid: Mapped[str | None] = mapped_column(String(36), index=True)
+    # The deployment shape the instance was launched from, if any (it counts toward the shape's
+    # scaling bounds).
+    shape_id: Mapped[str | None] = mapped_column(ForeignKey("deployment_shapes.id"), index=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, onupdate=utcnow)
 

@@ -14,13 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from blazar_lite.allocators import builtin
 from blazar_lite.allocators.snapshot import NEW, Decision, PlacementRequest, Snapshot
 from blazar_lite.auth.context import RequestContext
+from blazar_lite.deployments.models import Shape
 from blazar_lite.exceptions import BadRequest, Conflict, Forbidden, NotEnoughResources, NotFound
 from blazar_lite.flavors import service as flavors
 from blazar_lite.instances import requests, snapshot
@@ -466,13 +467,27 @@ def list_instances(session: Session, project_id: str | None = None) -> list[Inst
 
 
 def delete_instance(session: Session, context: RequestContext, ref: str,
-                    placement: PlacementBackend | None = None) -> None:
-    """Delete the instance and give back what it holds."""
+                    placement: PlacementBackend | None = None, *, force: bool = False) -> None:
+    """Delete the instance and give back what it holds. An instance of a deployment shape that
+    is at its scaling_minimum stays, unless `force` (an admin's)."""
     placement = placement or EmbeddedPlacement(session)
     instance = _find(session, context, ref, lock=True)
+    if instance.shape_id is not None and not force:
+        _check_shape_may_shrink(session, instance.shape_id)
     placement.release(instance.uuid)
     session.delete(instance)
     session.flush()
+
+
+def _check_shape_may_shrink(session: Session, shape_id: str) -> None:
+    # The shape's row is locked first, as a launch locks it: the count cannot move meanwhile.
+    shape = session.scalar(select(Shape).where(Shape.id == shape_id).with_for_update())
+    if shape is None:
+        return
+    current = session.scalar(select(func.count()).select_from(Instance).where(Instance.shape_id == shape_id)) or 0
+    if current <= shape.scaling_minimum:
+        raise Conflict(f"Instance belongs to shape {shape.name}, which is at its scaling_minimum of "
+                       f"{shape.scaling_minimum} instances; lower the minimum first (admins: ?force=true).")
 
 
 def resources_of(instance: Instance) -> dict[str, int]:
