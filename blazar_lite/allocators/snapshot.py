@@ -92,6 +92,9 @@ class PlacementRequest:
     forthcoming: bool = False
     flavor_id: str | None = None
     config: Mapping[str, str] = field(default_factory=dict)
+    # The deployment and shape an instance is launched from, by name (a governor's scale-up).
+    deployment: str | None = None
+    shape: str | None = None
 
 
 @dataclass(frozen=True)

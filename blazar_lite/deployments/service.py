@@ -397,13 +397,8 @@ def launch_instance(session: Session, context: RequestContext, deployment: str, 
         raise Conflict(f"Shape {shape} of deployment {deployment} is at its scaling_maximum of "
                        f"{row.scaling_maximum} instances; raise it, or delete an instance first.")
     template = _loads(row.instance_template)
-    view = instances.create_instance(session, context, {**template, "name": instance_name},
-                                     allocator=allocator, placement=placement)
-    instance = session.get(Instance, view.id)
-    assert instance is not None
-    instance.shape_id = row.id
-    session.flush()
-    return view
+    return instances.create_instance(session, context, {**template, "name": instance_name},
+                                     allocator=allocator, placement=placement, shape_id=row.id)
 
 
 def delete_shape_instance(session: Session, context: RequestContext, deployment: str, shape: str,

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from blazar_lite.allocators import builtin
 from blazar_lite.allocators.snapshot import NEW, Decision, PlacementRequest, Snapshot
 from blazar_lite.auth.context import RequestContext
-from blazar_lite.deployments.models import Shape
+from blazar_lite.deployments.models import Deployment, Shape
 from blazar_lite.exceptions import BadRequest, Conflict, Forbidden, NotEnoughResources, NotFound
 from blazar_lite.flavors import service as flavors
 from blazar_lite.instances import requests, snapshot
@@ -195,7 +195,7 @@ def scriptlet_request(request: PlacementRequest) -> dict[str, Any]:
             "project": request.project_id, "reason": request.reason, "flavor": request.flavor_id,
             "resources": dict(request.resources), "config": dict(request.config),
             "reservation_id": request.reservation_id, "lease_id": request.lease_id,
-            "forthcoming": request.forthcoming, "deployment": None, "shape": None}
+            "forthcoming": request.forthcoming, "deployment": request.deployment, "shape": request.shape}
 
 
 def run_scriptlet(session: Session, placement: PlacementBackend, snap: Snapshot, request: PlacementRequest,
@@ -254,6 +254,15 @@ def _all_rows(session: Session, placement: PlacementBackend, place: _Place,
     return chosen
 
 
+def _launched_from(session: Session, shape_id: str | None) -> tuple[str | None, str | None]:
+    """(deployment name, shape name) of the shape an instance is launched from, if any."""
+    if shape_id is None:
+        return None, None
+    row = session.execute(select(Deployment.name, Shape.name).join(Shape, Shape.deployment_id == Deployment.id)
+                          .where(Shape.id == shape_id)).first()
+    return (row[0], row[1]) if row else (None, None)
+
+
 def place_instance(session: Session, placement: PlacementBackend, instance: Instance, place: _Place,
                    resources: Mapping[str, int], allocator: AllocatorConfig, *, target: str | None = None,
                    reason: str = NEW, avoid: frozenset[str] = frozenset()) -> None:
@@ -268,6 +277,7 @@ def place_instance(session: Session, placement: PlacementBackend, instance: Inst
     ranked = (place.reservation is None and target is None and bool(resources)
               and allocator.name == builtin.FEWEST_INSTANCES and not scripted)
     rows: list[snapshot.NodeRow] | None = None
+    deployment, shape = _launched_from(session, instance.shape_id) if scripted else (None, None)
     for _ in range(PLACEMENT_ATTEMPTS):
         request = PlacementRequest(
             name=instance.name, project_id=instance.project_id, resources=dict(resources), reason=reason,
@@ -275,7 +285,8 @@ def place_instance(session: Session, placement: PlacementBackend, instance: Inst
             lease_id=place.lease.id if place.lease else None,
             affinity=place.reservation.affinity if place.reservation else None,
             siblings_on=_siblings(session, instance.reservation_id, instance.uuid),
-            forthcoming=instance.forthcoming, flavor_id=instance.flavor_id, avoid=avoid)
+            forthcoming=instance.forthcoming, flavor_id=instance.flavor_id, avoid=avoid,
+            deployment=deployment, shape=shape)
         decision = None
         if ranked:
             best = snapshot.roomiest_on_demand_rows(session, placement, resources, RANKED_CANDIDATES + len(avoid))
@@ -358,13 +369,15 @@ def _new_instance(session: Session, context: RequestContext, body: object
 
 def create_instance(session: Session, context: RequestContext, body: object, *,
                     allocator: AllocatorConfig | None = None,
-                    placement: PlacementBackend | None = None) -> InstanceView:
+                    placement: PlacementBackend | None = None, shape_id: str | None = None) -> InstanceView:
     """Create an instance for the caller's project (its reservation's project, for an admin),
     placed by the allocator or on the admin's `host`. A forthcoming instance may name nothing; the
-    resources it names are allocated as if it were real."""
+    resources it names are allocated as if it were real. `shape_id`: the deployment shape it is
+    launched from."""
     allocator = allocator or AllocatorConfig()
     placement = placement or EmbeddedPlacement(session)
     instance, place, resources, target = _new_instance(session, context, body)
+    instance.shape_id = shape_id
     if resources or place.reservation is not None:
         place_instance(session, placement, instance, place, resources, allocator, target=target)
     _save(session, instance)

@@ -200,3 +200,19 @@ def test_a_template_with_a_reservation_places_instances_in_its_slots(
     placed = [ok(launch(client, f"web-{n}"), 201)["instance"] for n in range(2)]
     assert {(i["host"], i["reservation_id"], i["vcpus"]) for i in placed} == {("compute-1", reservation["id"], 2)}
     assert launch(client, "web-2").status_code == 409
+
+
+def test_a_scale_up_asks_the_scriptlet_with_the_deployment_and_shape(
+        client: FlaskClient, placement: PlacementClient) -> None:
+    compute_node(placement, "a")
+    compute_node(placement, "b")
+    script = ('def instance_placement(request, candidate_members):\n'
+              '    if request.deployment == "shop" and request.shape == "web" and request.reason == "new":\n'
+              '        set_target("b")\n')
+    ok(client.put("/v1/config", json={"config": {"instances.placement.scriptlet": script}}))
+    deployment(client)
+    shape(client)
+    assert [ok(launch(client, f"web-{n}"), 201)["instance"]["host"] for n in range(2)] == ["b", "b"]
+    # An instance outside any deployment is left to the allocator.
+    plain = ok(client.post("/v1/instances", json={"name": "other", **TEMPLATE}, headers=MEMBER), 201)["instance"]
+    assert plain["host"] == "a"
