@@ -12,7 +12,7 @@ from flask_smorest import Blueprint
 from marshmallow import INCLUDE, Schema, fields
 
 from blazar_lite import web
-from blazar_lite.deployments import service
+from blazar_lite.deployments import keys, service
 from blazar_lite.instances import api as instances_api
 
 blp = Blueprint("deployments", __name__, description="Deployments: shapes of instances scaled within bounds")
@@ -295,4 +295,89 @@ def delete_shape_instance(deployment: str, shape: str, name: str):  # type: igno
     _project("deployments:delete", frozenset())
     with web.runtime().db.transaction() as session:
         service.delete_shape_instance(session, web.caller(), deployment, shape, name)
+    return "", 204
+
+
+class KeyBody(Schema):
+    class Meta:
+        unknown = INCLUDE
+
+    name = web.raw_field("Unique within the deployment; a governor's token names it in its `kid` header.")
+    description = web.raw_field("Free text.")
+    role = web.raw_field("admin (may scale) or read-only (may only read).")
+    certificate = web.raw_field("The governor's public certificate in PEM (RSA, or EC on P-256).")
+
+
+class KeySchema(Schema):
+    id = fields.String()
+    name = fields.String()
+    deployment = fields.String()
+    description = fields.String()
+    role = fields.String()
+    fingerprint = fields.String(metadata={"description": "SHA-256 of the certificate (DER), in hex."})
+    certificate = fields.String()
+    created_at = fields.String()
+
+
+class KeyEnvelope(Schema):
+    key = fields.Nested(KeySchema)
+
+
+class KeysEnvelope(Schema):
+    keys = fields.List(fields.Nested(KeySchema))
+
+
+def _key(view: keys.KeyView) -> dict[str, Any]:
+    return {"id": view.id, "name": view.name, "deployment": view.deployment, "description": view.description,
+            "role": view.role, "fingerprint": view.fingerprint, "certificate": view.certificate,
+            "created_at": _date(view.created_at)}
+
+
+@blp.route("/deployments/<string:deployment>/keys", methods=["GET"])
+@blp.alt_response(200, schema=KeysEnvelope, description="The deployment's keys.")
+def list_keys(deployment: str):  # type: ignore[no-untyped-def]
+    """List a deployment's governor keys."""
+    project_id, _ = _project("deployments:get")
+    with web.runtime().db.read() as session:
+        return {"keys": [_key(v) for v in keys.list_keys(session, project_id, deployment)]}
+
+
+@blp.route("/deployments/<string:deployment>/keys", methods=["POST"])
+@blp.doc(requestBody={"content": {"application/json": {"schema": KeyBody}}})
+@blp.alt_response(201, schema=KeyEnvelope, description="The new key.")
+def create_key(deployment: str):  # type: ignore[no-untyped-def]
+    """Add a governor key: a certificate and the role its holder acts in."""
+    project_id, _ = _project("deployments:post")
+    body = web.json_body(KeyBody())
+    with web.runtime().db.transaction() as session:
+        return {"key": _key(keys.create_key(session, project_id, deployment, body))}, 201
+
+
+@blp.route("/deployments/<string:deployment>/keys/<string:name>", methods=["GET"])
+@blp.alt_response(200, schema=KeyEnvelope, description="The key.")
+def get_key(deployment: str, name: str):  # type: ignore[no-untyped-def]
+    """Show a governor key."""
+    project_id, _ = _project("deployments:get")
+    with web.runtime().db.read() as session:
+        return {"key": _key(keys.get_key(session, project_id, deployment, name))}
+
+
+@blp.route("/deployments/<string:deployment>/keys/<string:name>", methods=["POST"])
+@blp.doc(requestBody={"content": {"application/json": {"schema": RenameBody}}})
+@blp.alt_response(200, schema=KeyEnvelope, description="The key under its new name.")
+def rename_key(deployment: str, name: str):  # type: ignore[no-untyped-def]
+    """Rename a governor key: {"name": "<new name>"}."""
+    project_id, _ = _project("deployments:put")
+    body = web.json_body(RenameBody())
+    with web.runtime().db.transaction() as session:
+        return {"key": _key(keys.rename_key(session, project_id, deployment, name, body))}
+
+
+@blp.route("/deployments/<string:deployment>/keys/<string:name>", methods=["DELETE"])
+@blp.alt_response(204, description="Revoked.")
+def delete_key(deployment: str, name: str):  # type: ignore[no-untyped-def]
+    """Revoke a governor key."""
+    project_id, _ = _project("deployments:delete")
+    with web.runtime().db.transaction() as session:
+        keys.delete_key(session, project_id, deployment, name)
     return "", 204

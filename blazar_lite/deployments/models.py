@@ -44,3 +44,21 @@ class Shape(Base):
     scaling_maximum: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, onupdate=utcnow)
+
+
+class DeploymentKey(Base):
+    """A governor's key: a public certificate (PEM) identified by its SHA-256 fingerprint, with
+    the role it may act in on its deployment."""
+
+    __tablename__ = "deployment_keys"
+    __table_args__ = (UniqueConstraint("deployment_id", "name", name="uq_deployment_keys_name"),
+                      UniqueConstraint("deployment_id", "fingerprint", name="uq_deployment_keys_fingerprint"))
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    deployment_id: Mapped[str] = mapped_column(ForeignKey("deployments.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(MAX_NAME))
+    description: Mapped[str] = mapped_column(Text, default="")
+    role: Mapped[str] = mapped_column(String(16))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    certificate: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, onupdate=utcnow)

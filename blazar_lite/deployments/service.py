@@ -67,7 +67,7 @@ class ShapeView:
 
 # Reading bodies.
 
-def _object(body: object, allowed: frozenset[str], what: str) -> Mapping[str, Any]:
+def read_object(body: object, allowed: frozenset[str], what: str) -> Mapping[str, Any]:
     if not isinstance(body, Mapping):
         raise BadRequest(f"The body of {what} must be a JSON object.")
     unknown = sorted(set(body) - allowed)
@@ -125,7 +125,7 @@ def _bounds(body: Mapping[str, Any]) -> tuple[int, int]:
 
 
 def _template(value: object) -> dict[str, Any]:
-    template = dict(_object(value, TEMPLATE_FIELDS, "instance_template"))
+    template = dict(read_object(value, TEMPLATE_FIELDS, "instance_template"))
     # The same checks as a create body, with a stand-in name (each launch brings its own).
     request = instance_requests.read_create({**template, "name": "template"})
     if not request.sizes.given and request.reservation_id is None:
@@ -161,7 +161,7 @@ def _shape_views(session: Session, deployment: Deployment, rows: list[Shape]) ->
 
 # Deployments.
 
-def _find(session: Session, project_id: str, name: str, *, lock: bool = False) -> Deployment:
+def find_deployment(session: Session, project_id: str, name: str, *, lock: bool = False) -> Deployment:
     stmt = select(Deployment).where(Deployment.project_id == project_id, Deployment.name == name)
     row = session.scalar(stmt.with_for_update() if lock else stmt)
     if row is None:
@@ -177,7 +177,7 @@ def list_deployments(session: Session, project_id: str | None) -> list[Deploymen
 
 
 def get_deployment(session: Session, project_id: str, name: str) -> DeploymentView:
-    return _deployment_view(_find(session, project_id, name))
+    return _deployment_view(find_deployment(session, project_id, name))
 
 
 def _flush_unique(session: Session, what: str) -> None:
@@ -189,7 +189,7 @@ def _flush_unique(session: Session, what: str) -> None:
 
 
 def create_deployment(session: Session, project_id: str, body: object) -> DeploymentView:
-    data = _object(body, DEPLOYMENT_FIELDS, "a deployment")
+    data = read_object(body, DEPLOYMENT_FIELDS, "a deployment")
     name = read_name(data.get("name"), "deployment")
     if session.scalar(select(Deployment.id).where(Deployment.project_id == project_id, Deployment.name == name)):
         raise Conflict(f"Deployment {name} already exists in project {project_id}; choose another name.")
@@ -205,8 +205,8 @@ def create_deployment(session: Session, project_id: str, body: object) -> Deploy
 def replace_deployment(session: Session, project_id: str, name: str, body: object) -> DeploymentView:
     """PUT: description, config and governor_webhook_url become what the body says (left out:
     empty); the name changes only through rename."""
-    data = _object(body, DEPLOYMENT_FIELDS - {"name"}, "a deployment replacement")
-    row = _find(session, project_id, name, lock=True)
+    data = read_object(body, DEPLOYMENT_FIELDS - {"name"}, "a deployment replacement")
+    row = find_deployment(session, project_id, name, lock=True)
     row.description = _description(data.get("description"))
     row.config = json.dumps(_config(data.get("config")))
     row.governor_webhook_url = _webhook(data.get("governor_webhook_url"))
@@ -216,8 +216,8 @@ def replace_deployment(session: Session, project_id: str, name: str, body: objec
 
 def update_deployment(session: Session, project_id: str, name: str, body: object) -> DeploymentView:
     """PATCH: the fields given change; config keys are merged (an empty value removes a key)."""
-    data = _object(body, DEPLOYMENT_FIELDS - {"name"}, "a deployment update")
-    row = _find(session, project_id, name, lock=True)
+    data = read_object(body, DEPLOYMENT_FIELDS - {"name"}, "a deployment update")
+    row = find_deployment(session, project_id, name, lock=True)
     if "description" in data:
         row.description = _description(data["description"])
     if "config" in data:
@@ -230,9 +230,9 @@ def update_deployment(session: Session, project_id: str, name: str, body: object
 
 
 def rename_deployment(session: Session, project_id: str, name: str, body: object) -> DeploymentView:
-    data = _object(body, frozenset({"name"}), "a rename")
+    data = read_object(body, frozenset({"name"}), "a rename")
     new_name = read_name(data.get("name"), "deployment")
-    row = _find(session, project_id, name, lock=True)
+    row = find_deployment(session, project_id, name, lock=True)
     if new_name != name and session.scalar(select(Deployment.id).where(Deployment.project_id == project_id,
                                                                        Deployment.name == new_name)):
         raise Conflict(f"Deployment {new_name} already exists in project {project_id}; choose another name.")
@@ -253,7 +253,7 @@ def delete_deployment(session: Session, project_id: str, name: str, *, force: bo
                       placement: PlacementBackend | None = None) -> None:
     """Delete the deployment and its shapes; with instances left, only with force (which deletes
     them first)."""
-    row = _find(session, project_id, name, lock=True)
+    row = find_deployment(session, project_id, name, lock=True)
     shapes = list(session.scalars(select(Shape.id).where(Shape.deployment_id == row.id)))
     count = sum(_scaling_current(session, shapes).values())
     if count and not force:
@@ -276,22 +276,22 @@ def _shape(session: Session, deployment: Deployment, name: str, *, lock: bool = 
 
 
 def list_shapes(session: Session, project_id: str, deployment: str) -> list[ShapeView]:
-    row = _find(session, project_id, deployment)
+    row = find_deployment(session, project_id, deployment)
     return _shape_views(session, row, list(session.scalars(select(Shape).where(Shape.deployment_id == row.id)
                                                            .order_by(Shape.name))))
 
 
 def get_shape(session: Session, project_id: str, deployment: str, name: str) -> ShapeView:
-    row = _find(session, project_id, deployment)
+    row = find_deployment(session, project_id, deployment)
     return _shape_views(session, row, [_shape(session, row, name)])[0]
 
 
 def create_shape(session: Session, project_id: str, deployment: str, body: object) -> ShapeView:
-    data = _object(body, SHAPE_FIELDS, "a shape")
+    data = read_object(body, SHAPE_FIELDS, "a shape")
     name = read_name(data.get("name"), "shape")
     minimum, maximum = _bounds(data)
     template = _template(data.get("instance_template"))
-    owner = _find(session, project_id, deployment, lock=True)
+    owner = find_deployment(session, project_id, deployment, lock=True)
     if session.scalar(select(Shape.id).where(Shape.deployment_id == owner.id, Shape.name == name)):
         raise Conflict(f"Shape {name} already exists in deployment {deployment}; choose another name.")
     row = Shape(id=str(uuidlib.uuid4()), deployment_id=owner.id, name=name,
@@ -312,10 +312,10 @@ def _check_fits_bounds(session: Session, deployment: Deployment, row: Shape, max
 def replace_shape(session: Session, project_id: str, deployment: str, name: str, body: object) -> ShapeView:
     """PUT: every field but the name becomes what the body says. A new template applies to
     instances launched from now on; those already running keep theirs."""
-    data = _object(body, SHAPE_FIELDS - {"name"}, "a shape replacement")
+    data = read_object(body, SHAPE_FIELDS - {"name"}, "a shape replacement")
     minimum, maximum = _bounds(data)
     template = _template(data.get("instance_template"))
-    owner = _find(session, project_id, deployment)
+    owner = find_deployment(session, project_id, deployment)
     row = _shape(session, owner, name, lock=True)
     _check_fits_bounds(session, owner, row, maximum)
     row.description = _description(data.get("description"))
@@ -328,8 +328,8 @@ def replace_shape(session: Session, project_id: str, deployment: str, name: str,
 
 def update_shape(session: Session, project_id: str, deployment: str, name: str, body: object) -> ShapeView:
     """PATCH: the fields given change (config merged; an empty value removes a key)."""
-    data = _object(body, SHAPE_FIELDS - {"name"}, "a shape update")
-    owner = _find(session, project_id, deployment)
+    data = read_object(body, SHAPE_FIELDS - {"name"}, "a shape update")
+    owner = find_deployment(session, project_id, deployment)
     row = _shape(session, owner, name, lock=True)
     if "scaling_minimum" in data or "scaling_maximum" in data:
         minimum, maximum = _bounds({"scaling_minimum": row.scaling_minimum, "scaling_maximum": row.scaling_maximum,
@@ -348,9 +348,9 @@ def update_shape(session: Session, project_id: str, deployment: str, name: str, 
 
 
 def rename_shape(session: Session, project_id: str, deployment: str, name: str, body: object) -> ShapeView:
-    data = _object(body, frozenset({"name"}), "a rename")
+    data = read_object(body, frozenset({"name"}), "a rename")
     new_name = read_name(data.get("name"), "shape")
-    owner = _find(session, project_id, deployment)
+    owner = find_deployment(session, project_id, deployment)
     row = _shape(session, owner, name, lock=True)
     if new_name != name and session.scalar(select(Shape.id).where(Shape.deployment_id == owner.id,
                                                                   Shape.name == new_name)):
@@ -362,7 +362,7 @@ def rename_shape(session: Session, project_id: str, deployment: str, name: str, 
 
 def delete_shape(session: Session, project_id: str, deployment: str, name: str, *, force: bool = False,
                  placement: PlacementBackend | None = None) -> None:
-    owner = _find(session, project_id, deployment)
+    owner = find_deployment(session, project_id, deployment)
     row = _shape(session, owner, name, lock=True)
     count = _scaling_current(session, [row.id]).get(row.id, 0)
     if count and not force:
@@ -377,7 +377,7 @@ def delete_shape(session: Session, project_id: str, deployment: str, name: str, 
 # A shape's instances.
 
 def shape_instances(session: Session, project_id: str, deployment: str, name: str) -> list[instances.InstanceView]:
-    owner = _find(session, project_id, deployment)
+    owner = find_deployment(session, project_id, deployment)
     row = _shape(session, owner, name)
     found = session.scalars(select(Instance).where(Instance.shape_id == row.id)
                             .order_by(Instance.created_at, Instance.uuid)).all()
@@ -390,7 +390,7 @@ def launch_instance(session: Session, context: RequestContext, deployment: str, 
     """Create instance `instance_name` from the shape's template, placed by the allocator (or
     the scriptlet) with reason `new`; 409 at scaling_maximum. The shape's row stays locked until
     the transaction ends, so concurrent launches are counted one after the other."""
-    owner = _find(session, context.project_id, deployment)
+    owner = find_deployment(session, context.project_id, deployment)
     row = _shape(session, owner, shape, lock=True)
     current = _scaling_current(session, [row.id]).get(row.id, 0)
     if current >= row.scaling_maximum:
@@ -404,7 +404,7 @@ def launch_instance(session: Session, context: RequestContext, deployment: str, 
 def delete_shape_instance(session: Session, context: RequestContext, deployment: str, shape: str,
                           instance_name: str, placement: PlacementBackend | None = None) -> None:
     """Delete one of the shape's instances; 409 at scaling_minimum."""
-    owner = _find(session, context.project_id, deployment)
+    owner = find_deployment(session, context.project_id, deployment)
     row = _shape(session, owner, shape, lock=True)
     instance = session.scalar(select(Instance).where(Instance.shape_id == row.id, Instance.name == instance_name))
     if instance is None:
