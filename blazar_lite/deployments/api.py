@@ -1,4 +1,5 @@
-"""/v1/deployments: deployments, their shapes, and launching and deleting a shape's instances.
+"""/v1/deployments: deployments, their shapes and keys, and the governor API that launches and
+deletes a shape's instances (a governor authenticates with a key's signed token).
 
 A deployment is named within its project: members and readers of the project reach their own
 project's deployments; an admin reaches another project's with ?project_id=.
@@ -8,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from flask import g, request
 from flask_smorest import Blueprint
 from marshmallow import INCLUDE, Schema, fields
 
 from blazar_lite import web
-from blazar_lite.deployments import keys, service
+from blazar_lite.deployments import governor, keys, service
 from blazar_lite.instances import api as instances_api
 
 blp = Blueprint("deployments", __name__, description="Deployments: shapes of instances scaled within bounds")
@@ -266,13 +268,25 @@ def delete_shape(deployment: str, name: str):  # type: ignore[no-untyped-def]
     return "", 204
 
 
+def _governed(deployment: str, rule: str, *, writes: bool) -> None:
+    """Authorise a call of the governor API: a governor's bearer token (see governor.py), which
+    then is the caller; else the caller's own role in the project, as for the management API."""
+    token = governor.bearer_token(request.headers.get("Authorization"))
+    if token is None:
+        _project(rule, frozenset())
+        return
+    web.query_args(set())
+    with web.runtime().db.read() as session:
+        g.context = governor.authenticate(session, token, deployment, writes=writes, request_id=web.request_id())
+
+
 @blp.route("/deployments/<string:deployment>/shapes/<string:shape>/instances", methods=["GET"])
 @blp.alt_response(200, schema=instances_api.InstancesEnvelope, description="The shape's instances.")
 def list_shape_instances(deployment: str, shape: str):  # type: ignore[no-untyped-def]
     """List a shape's instances, oldest first."""
-    project_id, _ = _project("deployments:get")
+    _governed(deployment, "deployments:get", writes=False)
     with web.runtime().db.read() as session:
-        views = service.shape_instances(session, project_id, deployment, shape)
+        views = service.shape_instances(session, web.caller().project_id, deployment, shape)
     return {"instances": [instances_api.instance_body(v) for v in views]}
 
 
@@ -281,7 +295,7 @@ def list_shape_instances(deployment: str, shape: str):  # type: ignore[no-untype
 def launch_shape_instance(deployment: str, shape: str, name: str):  # type: ignore[no-untyped-def]
     """Create instance `name` from the shape's template, placed by the allocator or the
     scriptlet; 409 when the shape is at its scaling_maximum."""
-    _project("deployments:post", frozenset())
+    _governed(deployment, "deployments:post", writes=True)
     allocator = instances_api.allocator_config()
     with web.runtime().db.transaction() as session:
         view = service.launch_instance(session, web.caller(), deployment, shape, name, allocator=allocator)
@@ -292,7 +306,7 @@ def launch_shape_instance(deployment: str, shape: str, name: str):  # type: igno
 @blp.alt_response(204, description="Deleted; what it held is free again.")
 def delete_shape_instance(deployment: str, shape: str, name: str):  # type: ignore[no-untyped-def]
     """Delete one of the shape's instances; 409 when the shape is at its scaling_minimum."""
-    _project("deployments:delete", frozenset())
+    _governed(deployment, "deployments:delete", writes=True)
     with web.runtime().db.transaction() as session:
         service.delete_shape_instance(session, web.caller(), deployment, shape, name)
     return "", 204
