@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from blazar_lite.deployments import service
 from blazar_lite.deployments.models import DeploymentKey
 from blazar_lite.exceptions import BadRequest, Conflict, NotFound
+from blazar_lite.instances import requests as instance_requests
 
 ADMIN, READ_ONLY = "admin", "read-only"
 ROLES = (ADMIN, READ_ONLY)
@@ -79,7 +80,7 @@ def get_key(session: Session, project_id: str, deployment: str, name: str) -> Ke
 
 
 def create_key(session: Session, project_id: str, deployment: str, body: object) -> KeyView:
-    data = service.read_object(body, FIELDS, "a key")
+    data = instance_requests.read_object(body, FIELDS, "a key")
     name = service.read_name(data.get("name"), "key")
     role = data.get("role")
     if role not in ROLES:
@@ -102,7 +103,7 @@ def create_key(session: Session, project_id: str, deployment: str, body: object)
 
 
 def rename_key(session: Session, project_id: str, deployment: str, name: str, body: object) -> KeyView:
-    data = service.read_object(body, frozenset({"name"}), "a rename")
+    data = instance_requests.read_object(body, frozenset({"name"}), "a rename")
     new_name = service.read_name(data.get("name"), "key")
     owner = service.find_deployment(session, project_id, deployment, lock=True)
     row = _key(session, owner.id, owner.name, name)

@@ -67,15 +67,6 @@ class ShapeView:
 
 # Reading bodies.
 
-def read_object(body: object, allowed: frozenset[str], what: str) -> Mapping[str, Any]:
-    if not isinstance(body, Mapping):
-        raise BadRequest(f"The body of {what} must be a JSON object.")
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise BadRequest(f"Unknown field {', '.join(unknown)} in {what}; the fields are: {', '.join(sorted(allowed))}.")
-    return body
-
-
 def read_name(value: object, what: str) -> str:
     if not isinstance(value, str) or not _NAME.match(value) or len(value) > MAX_NAME:
         raise BadRequest(f"Invalid {what} name {value!r}: use up to {MAX_NAME} letters, digits, '-', '_' or '.', "
@@ -125,7 +116,7 @@ def _bounds(body: Mapping[str, Any]) -> tuple[int, int]:
 
 
 def _template(value: object) -> dict[str, Any]:
-    template = dict(read_object(value, TEMPLATE_FIELDS, "instance_template"))
+    template = dict(instance_requests.read_object(value, TEMPLATE_FIELDS, "instance_template"))
     # The same checks as a create body, with a stand-in name (each launch brings its own).
     request = instance_requests.read_create({**template, "name": "template"})
     if not request.sizes.given and request.reservation_id is None:
@@ -189,7 +180,7 @@ def _flush_unique(session: Session, what: str) -> None:
 
 
 def create_deployment(session: Session, project_id: str, body: object) -> DeploymentView:
-    data = read_object(body, DEPLOYMENT_FIELDS, "a deployment")
+    data = instance_requests.read_object(body, DEPLOYMENT_FIELDS, "a deployment")
     name = read_name(data.get("name"), "deployment")
     if session.scalar(select(Deployment.id).where(Deployment.project_id == project_id, Deployment.name == name)):
         raise Conflict(f"Deployment {name} already exists in project {project_id}; choose another name.")
@@ -205,7 +196,7 @@ def create_deployment(session: Session, project_id: str, body: object) -> Deploy
 def replace_deployment(session: Session, project_id: str, name: str, body: object) -> DeploymentView:
     """PUT: description, config and governor_webhook_url become what the body says (left out:
     empty); the name changes only through rename."""
-    data = read_object(body, DEPLOYMENT_FIELDS - {"name"}, "a deployment replacement")
+    data = instance_requests.read_object(body, DEPLOYMENT_FIELDS - {"name"}, "a deployment replacement")
     row = find_deployment(session, project_id, name, lock=True)
     row.description = _description(data.get("description"))
     row.config = json.dumps(_config(data.get("config")))
@@ -216,7 +207,7 @@ def replace_deployment(session: Session, project_id: str, name: str, body: objec
 
 def update_deployment(session: Session, project_id: str, name: str, body: object) -> DeploymentView:
     """PATCH: the fields given change; config keys are merged (an empty value removes a key)."""
-    data = read_object(body, DEPLOYMENT_FIELDS - {"name"}, "a deployment update")
+    data = instance_requests.read_object(body, DEPLOYMENT_FIELDS - {"name"}, "a deployment update")
     row = find_deployment(session, project_id, name, lock=True)
     if "description" in data:
         row.description = _description(data["description"])
@@ -230,7 +221,7 @@ def update_deployment(session: Session, project_id: str, name: str, body: object
 
 
 def rename_deployment(session: Session, project_id: str, name: str, body: object) -> DeploymentView:
-    data = read_object(body, frozenset({"name"}), "a rename")
+    data = instance_requests.read_object(body, frozenset({"name"}), "a rename")
     new_name = read_name(data.get("name"), "deployment")
     row = find_deployment(session, project_id, name, lock=True)
     if new_name != name and session.scalar(select(Deployment.id).where(Deployment.project_id == project_id,
@@ -287,7 +278,7 @@ def get_shape(session: Session, project_id: str, deployment: str, name: str) -> 
 
 
 def create_shape(session: Session, project_id: str, deployment: str, body: object) -> ShapeView:
-    data = read_object(body, SHAPE_FIELDS, "a shape")
+    data = instance_requests.read_object(body, SHAPE_FIELDS, "a shape")
     name = read_name(data.get("name"), "shape")
     minimum, maximum = _bounds(data)
     template = _template(data.get("instance_template"))
@@ -312,7 +303,7 @@ def _check_fits_bounds(session: Session, deployment: Deployment, row: Shape, max
 def replace_shape(session: Session, project_id: str, deployment: str, name: str, body: object) -> ShapeView:
     """PUT: every field but the name becomes what the body says. A new template applies to
     instances launched from now on; those already running keep theirs."""
-    data = read_object(body, SHAPE_FIELDS - {"name"}, "a shape replacement")
+    data = instance_requests.read_object(body, SHAPE_FIELDS - {"name"}, "a shape replacement")
     minimum, maximum = _bounds(data)
     template = _template(data.get("instance_template"))
     owner = find_deployment(session, project_id, deployment)
@@ -328,7 +319,7 @@ def replace_shape(session: Session, project_id: str, deployment: str, name: str,
 
 def update_shape(session: Session, project_id: str, deployment: str, name: str, body: object) -> ShapeView:
     """PATCH: the fields given change (config merged; an empty value removes a key)."""
-    data = read_object(body, SHAPE_FIELDS - {"name"}, "a shape update")
+    data = instance_requests.read_object(body, SHAPE_FIELDS - {"name"}, "a shape update")
     owner = find_deployment(session, project_id, deployment)
     row = _shape(session, owner, name, lock=True)
     if "scaling_minimum" in data or "scaling_maximum" in data:
@@ -348,7 +339,7 @@ def update_shape(session: Session, project_id: str, deployment: str, name: str, 
 
 
 def rename_shape(session: Session, project_id: str, deployment: str, name: str, body: object) -> ShapeView:
-    data = read_object(body, frozenset({"name"}), "a rename")
+    data = instance_requests.read_object(body, frozenset({"name"}), "a rename")
     new_name = read_name(data.get("name"), "shape")
     owner = find_deployment(session, project_id, deployment)
     row = _shape(session, owner, name, lock=True)

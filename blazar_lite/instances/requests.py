@@ -51,7 +51,8 @@ def is_uuid(value: str) -> bool:
     return True
 
 
-def _object(body: object, allowed: frozenset[str], what: str) -> Mapping[str, Any]:
+def read_object(body: object, allowed: frozenset[str], what: str) -> Mapping[str, Any]:
+    """`body`, checked to be a JSON object of `allowed` fields only (a 400 names any other)."""
     if not isinstance(body, Mapping):
         raise BadRequest(f"The body of {what} must be a JSON object.")
     unknown = sorted(set(body) - allowed)
@@ -106,7 +107,7 @@ def read_sizes(body: Mapping[str, Any]) -> Sizes:
 
 
 def read_create(body: object) -> CreateRequest:
-    body = _object(body, CREATE_FIELDS, "an instance create")
+    body = read_object(body, CREATE_FIELDS, "an instance create")
     forthcoming = body.get("forthcoming", False)
     if not isinstance(forthcoming, bool):
         raise BadRequest(f"Invalid forthcoming: give true or false, not {forthcoming!r}.")
@@ -121,20 +122,20 @@ def read_create(body: object) -> CreateRequest:
 
 
 def read_commit(body: object) -> tuple[str | None, Sizes]:
-    body = _object({} if body is None else body, COMMIT_FIELDS, "an instance commit")
+    body = read_object({} if body is None else body, COMMIT_FIELDS, "an instance commit")
     name = body.get("name")
     return (None if name is None else read_name(name)), read_sizes(body)
 
 
 def read_modify(body: object) -> Sizes:
-    sizes = read_sizes(_object(body, MODIFY_FIELDS, "an instance modify"))
+    sizes = read_sizes(read_object(body, MODIFY_FIELDS, "an instance modify"))
     if not sizes.given:
         raise BadRequest("Nothing to modify: give flavor_id, or any of vcpus, memory_mb and disk_gb.")
     return sizes
 
 
 def read_rename(body: object) -> str:
-    body = _object(body, frozenset({"name", "new_name"}), "an instance rename")
+    body = read_object(body, frozenset({"name", "new_name"}), "an instance rename")
     # Ganeti calls the field new_name; name is accepted too.
     if ("name" in body) == ("new_name" in body):
         raise BadRequest("Give the new name as new_name (or name), once.")
