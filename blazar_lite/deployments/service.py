@@ -394,18 +394,11 @@ def launch_instance(session: Session, context: RequestContext, deployment: str, 
 
 def delete_shape_instance(session: Session, context: RequestContext, deployment: str, shape: str,
                           instance_name: str, placement: PlacementBackend | None = None) -> None:
-    """Delete one of the shape's instances; 409 at scaling_minimum."""
+    """Delete one of the shape's instances; 409 at scaling_minimum (the check every instance
+    delete makes)."""
     owner = find_deployment(session, context.project_id, deployment)
-    row = _shape(session, owner, shape, lock=True)
-    instance = session.scalar(select(Instance).where(Instance.shape_id == row.id, Instance.name == instance_name))
+    row = _shape(session, owner, shape)
+    instance = session.scalar(select(Instance.uuid).where(Instance.shape_id == row.id, Instance.name == instance_name))
     if instance is None:
         raise NotFound(f"Instance {instance_name} is not an instance of shape {shape} of deployment {deployment}.")
-    check_may_shrink(session, row, deployment)
-    instances.delete_instance(session, context, instance.uuid, placement)
-
-
-def check_may_shrink(session: Session, row: Shape, deployment: str) -> None:
-    current = _scaling_current(session, [row.id]).get(row.id, 0)
-    if current <= row.scaling_minimum:
-        raise Conflict(f"Shape {row.name} of deployment {deployment} is at its scaling_minimum of "
-                       f"{row.scaling_minimum} instances; lower it first to delete an instance.")
+    instances.delete_instance(session, context, instance, placement)

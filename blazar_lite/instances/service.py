@@ -486,21 +486,25 @@ def delete_instance(session: Session, context: RequestContext, ref: str,
     placement = placement or EmbeddedPlacement(session)
     instance = _find(session, context, ref, lock=True)
     if instance.shape_id is not None and not force:
-        _check_shape_may_shrink(session, instance.shape_id)
+        check_shape_may_shrink(session, instance.shape_id)
     placement.release(instance.uuid)
     session.delete(instance)
     session.flush()
 
 
-def _check_shape_may_shrink(session: Session, shape_id: str) -> None:
-    # The shape's row is locked first, as a launch locks it: the count cannot move meanwhile.
-    shape = session.scalar(select(Shape).where(Shape.id == shape_id).with_for_update())
-    if shape is None:
+def check_shape_may_shrink(session: Session, shape_id: str) -> None:
+    """409 when the deployment shape `shape_id` is at its scaling_minimum: none of its instances
+    may go. The shape's row is locked, as a launch locks it, so no other launch or delete of the
+    shape moves the count until this transaction ends."""
+    found = session.execute(select(Shape, Deployment.name).join(Deployment, Deployment.id == Shape.deployment_id)
+                            .where(Shape.id == shape_id).with_for_update(of=Shape)).first()
+    if found is None:
         return
+    shape, deployment = found
     current = session.scalar(select(func.count()).select_from(Instance).where(Instance.shape_id == shape_id)) or 0
     if current <= shape.scaling_minimum:
-        raise Conflict(f"Instance belongs to shape {shape.name}, which is at its scaling_minimum of "
-                       f"{shape.scaling_minimum} instances; lower the minimum first (admins: ?force=true).")
+        raise Conflict(f"Shape {shape.name} of deployment {deployment} is at its scaling_minimum of "
+                       f"{shape.scaling_minimum} instances; lower the minimum first to delete one.")
 
 
 def resources_of(instance: Instance) -> dict[str, int]:
