@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from blazar_lite.allocators import builtin
-from blazar_lite.allocators.snapshot import NEW, Decision, PlacementRequest, Snapshot
+from blazar_lite.allocators.snapshot import NEW, Decision, Node, PlacementRequest, Snapshot
 from blazar_lite.auth.context import RequestContext
 from blazar_lite.deployments.models import Deployment, Shape
 from blazar_lite.exceptions import BadRequest, Conflict, Forbidden, NotEnoughResources, NotFound
@@ -199,25 +199,25 @@ def scriptlet_request(request: PlacementRequest) -> dict[str, Any]:
 
 
 def run_scriptlet(session: Session, placement: PlacementBackend, snap: Snapshot, request: PlacementRequest,
-                  program: Program, timeout: float) -> tuple[scriptlets.Outcome, list[str]]:
-    """Ask the scriptlet about the nodes of `snap` that pass the filters: its outcome, and the
-    candidates it was given (none: it is not called)."""
-    candidates, _ = builtin.filter_candidates(snap, request)
+                  candidates: Sequence[Node], program: Program, timeout: float) -> scriptlets.Outcome:
+    """Ask the scriptlet about `candidates`, the nodes of `snap` that passed the filters (it is
+    not called when there are none)."""
     if not candidates:
-        return scriptlets.Outcome(), []
+        return scriptlets.Outcome()
     groups = scriptlet_world.group_names(session)
     members = {node.name: scriptlet_world.member_of(node, groups) for node in snap.nodes}
     world = scriptlet_world.DatabaseWorld(session, placement, snap, members)
-    names = [node.name for node in candidates]
-    outcome = scriptlets.decide(program, scriptlet_request(request), list(members.values()), names, world,
-                                instance_resources=request.resources, timeout=timeout)
-    return outcome, names
+    return scriptlets.decide(program, scriptlet_request(request), list(members.values()),
+                             [node.name for node in candidates], world, instance_resources=request.resources,
+                             timeout=timeout)
 
 
 def _decide_with_scriptlet(session: Session, placement: PlacementBackend, snap: Snapshot,
                            request: PlacementRequest, allocator: AllocatorConfig) -> Decision:
     assert allocator.scriptlet is not None
-    outcome, _ = run_scriptlet(session, placement, snap, request, allocator.scriptlet, allocator.scriptlet_timeout)
+    candidates, _ = builtin.filter_candidates(snap, request)
+    outcome = run_scriptlet(session, placement, snap, request, candidates, allocator.scriptlet,
+                            allocator.scriptlet_timeout)
     if outcome.target is not None:
         return Decision(outcome.target)
     return _decide(snap, request, allocator)
@@ -254,6 +254,21 @@ def _all_rows(session: Session, placement: PlacementBackend, place: _Place,
     return chosen
 
 
+def _placement_request(session: Session, instance: Instance, place: _Place, resources: Mapping[str, int], *,
+                       reason: str = NEW, avoid: frozenset[str] = frozenset(), deployment: str | None = None,
+                       shape: str | None = None) -> PlacementRequest:
+    """What an allocator is asked to place for `instance`, read afresh (its reservation's other
+    instances may have moved since the last attempt)."""
+    return PlacementRequest(
+        name=instance.name, project_id=instance.project_id, resources=dict(resources), reason=reason,
+        reservation_id=place.reservation.id if place.reservation else None,
+        lease_id=place.lease.id if place.lease else None,
+        affinity=place.reservation.affinity if place.reservation else None,
+        siblings_on=_siblings(session, instance.reservation_id, instance.uuid),
+        forthcoming=instance.forthcoming, flavor_id=instance.flavor_id, avoid=avoid,
+        deployment=deployment, shape=shape)
+
+
 def _launched_from(session: Session, shape_id: str | None) -> tuple[str | None, str | None]:
     """(deployment name, shape name) of the shape an instance is launched from, if any."""
     if shape_id is None:
@@ -279,14 +294,8 @@ def place_instance(session: Session, placement: PlacementBackend, instance: Inst
     rows: list[snapshot.NodeRow] | None = None
     deployment, shape = _launched_from(session, instance.shape_id) if scripted else (None, None)
     for _ in range(PLACEMENT_ATTEMPTS):
-        request = PlacementRequest(
-            name=instance.name, project_id=instance.project_id, resources=dict(resources), reason=reason,
-            reservation_id=place.reservation.id if place.reservation else None,
-            lease_id=place.lease.id if place.lease else None,
-            affinity=place.reservation.affinity if place.reservation else None,
-            siblings_on=_siblings(session, instance.reservation_id, instance.uuid),
-            forthcoming=instance.forthcoming, flavor_id=instance.flavor_id, avoid=avoid,
-            deployment=deployment, shape=shape)
+        request = _placement_request(session, instance, place, resources, reason=reason, avoid=avoid,
+                                     deployment=deployment, shape=shape)
         decision = None
         if ranked:
             best = snapshot.roomiest_on_demand_rows(session, placement, resources, RANKED_CANDIDATES + len(avoid))
@@ -406,18 +415,12 @@ def try_placement(session: Session, context: RequestContext, body: object, progr
     that rejects the request raises its 400, as a real create would."""
     placement = placement or EmbeddedPlacement(session)
     instance, place, resources, _ = _new_instance(session, context, body)
-    request = PlacementRequest(
-        name=instance.name, project_id=instance.project_id, resources=dict(resources), reason=NEW,
-        reservation_id=place.reservation.id if place.reservation else None,
-        lease_id=place.lease.id if place.lease else None,
-        affinity=place.reservation.affinity if place.reservation else None,
-        siblings_on=_siblings(session, instance.reservation_id, instance.uuid),
-        forthcoming=instance.forthcoming, flavor_id=instance.flavor_id)
+    request = _placement_request(session, instance, place, resources)
     rows = snapshot.node_rows(session, placement, place.reservation)
     snap = snapshot.read_snapshot(session, placement, rows, resource_class=place.slot_class,
                                   with_instances=allocator.name.startswith("iallocator:"), with_details=True)
     candidates, rejections = builtin.filter_candidates(snap, request)
-    outcome, _ = run_scriptlet(session, placement, snap, request, program, allocator.scriptlet_timeout)
+    outcome = run_scriptlet(session, placement, snap, request, candidates, program, allocator.scriptlet_timeout)
     if outcome.target is not None:
         node, decided_by, message = outcome.target, "scriptlet", ""
     else:
