@@ -125,6 +125,12 @@ def _template(value: object) -> dict[str, Any]:
     return template
 
 
+def _merged_config(stored: str, given: object) -> str:
+    """A PATCH of a config map: `given` keys set, an empty value removing its key."""
+    merged = {**_loads(stored), **_config(given)}
+    return json.dumps({key: value for key, value in merged.items() if value != ""})
+
+
 def _loads(text: str) -> Any:
     return json.loads(text) if text else {}
 
@@ -212,8 +218,7 @@ def update_deployment(session: Session, project_id: str, name: str, body: object
     if "description" in data:
         row.description = _description(data["description"])
     if "config" in data:
-        merged = {**_loads(row.config), **_config(data["config"])}
-        row.config = json.dumps({key: value for key, value in merged.items() if value != ""})
+        row.config = _merged_config(row.config, data["config"])
     if "governor_webhook_url" in data:
         row.governor_webhook_url = _webhook(data["governor_webhook_url"])
     session.flush()
@@ -332,8 +337,7 @@ def update_shape(session: Session, project_id: str, deployment: str, name: str, 
     if "description" in data:
         row.description = _description(data["description"])
     if "config" in data:
-        merged = {**_loads(row.config), **_config(data["config"])}
-        row.config = json.dumps({key: value for key, value in merged.items() if value != ""})
+        row.config = _merged_config(row.config, data["config"])
     session.flush()
     return _shape_views(session, owner, [row])[0]
 
