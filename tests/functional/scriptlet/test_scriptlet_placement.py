@@ -205,14 +205,21 @@ def test_an_admins_explicit_host_does_not_ask_the_scriptlet(client: FlaskClient,
     assert create(client, {"name": "web", "vcpus": 1, "memory_mb": 512, "host": "a"}, ADMIN)["host"] == "a"
 
 
-def test_evacuation_asks_the_scriptlet_with_its_reason(client: FlaskClient, database: Database) -> None:
+def moving_off_compute_1(client: FlaskClient, database: Database, reason: str) -> tuple[dict, dict]:
+    """Three hosts in a reservation of three slots, an instance on compute-1, and a scriptlet
+    that sends instances placed for `reason` to compute-3: (compute-1, the instance)."""
     first = register(client, "compute-1")
     register(client, "compute-2")
     register(client, "compute-3")
     lease = started_lease(client, database, [slots(3, affinity=False)])
     [reservation] = lease["reservations"]
     vm = create(client, {"name": "vm", "reservation_id": reservation["id"], "host": "compute-1"}, ADMIN)
-    use(client, script('if request.reason == "evacuation":\n    set_target("compute-3")'))
+    use(client, script(f'if request.reason == "{reason}":\n    set_target("compute-3")'))
+    return first, vm
+
+
+def test_evacuation_asks_the_scriptlet_with_its_reason(client: FlaskClient, database: Database) -> None:
+    first, vm = moving_off_compute_1(client, database, "evacuation")
     response = client.post(f"/v1/os-hosts/{first['id']}/evacuate")
     assert response.status_code == 200, response.get_json()
     [moved] = response.get_json()["relocations"]
@@ -249,13 +256,7 @@ def test_log_lines_reach_the_service_log_with_the_request_id(client: FlaskClient
 
 
 def test_a_host_going_down_asks_the_scriptlet_with_reason_relocation(client: FlaskClient, database: Database) -> None:
-    first = register(client, "compute-1")
-    register(client, "compute-2")
-    register(client, "compute-3")
-    lease = started_lease(client, database, [slots(3, affinity=False)])
-    [reservation] = lease["reservations"]
-    vm = create(client, {"name": "vm", "reservation_id": reservation["id"], "host": "compute-1"}, ADMIN)
-    use(client, script('if request.reason == "relocation":\n    set_target("compute-3")'))
+    first, vm = moving_off_compute_1(client, database, "relocation")
     assert client.put(f"/v1/os-hosts/{first['id']}", json={"status": "down"}).status_code == 200
     moves = client.get("/v1/os-hosts/relocations").get_json()["relocations"]
     [moved] = [move for move in moves if move["subject_id"] == vm["id"]]
