@@ -24,6 +24,7 @@ Timed, each --decisions times (median and p99, in ms):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import statistics
 import sys
@@ -167,8 +168,7 @@ def main() -> None:
     def cold() -> None:
         # A set of nodes never seen before: a new description on one member each time.
         counter[0] += 1
-        changed = [members[0].__class__(**{**members[0].__dict__, "description": f"changed {counter[0]}"}),
-                   *members[1:]]
+        changed = [dataclasses.replace(members[0], description=f"changed {counter[0]}"), *members[1:]]
         runtime.decide(program, scriptlet_request, changed, candidates, world, instance_resources={}, timeout=5.0)
 
     rows.append(("scriptlet: minimal, members' structs built for the call", timed(cold, max(args.decisions // 10, 1)),
