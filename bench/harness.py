@@ -181,3 +181,20 @@ def after_bulk_load(database: Database, analyze: bool, label: str) -> None:
             connection.execute(text("ANALYZE"))
     print(f"[{label}] PostgreSQL autovacuum is {autovacuum}; "
           f"{'ANALYZE run' if analyze else 'no ANALYZE (--no-analyze)'}", flush=True)
+
+
+def statement_lines(width: int, size_name: str, rows: list[tuple[str, int, Any]]) -> list[str]:
+    """The summary's table of SQL statements per create: one row per (label, cluster size,
+    counted), where counted has `statements` (one count per create), `by_verb`,
+    `milliseconds` and `conflicts` (creates answered 409, not counted)."""
+    lines = [f"{'SQL statements per create (in-process)':<{width}} {size_name:>6} {'statements':>14} "
+             f"{'median ms':>10}  by verb (per create)"]
+    for label, size, counted in rows:
+        if not counted.statements:
+            lines.append(f"{label:<{width}} {size:>6} {'-':>14} {'-':>10}  every create was answered 409")
+            continue
+        statements = "/".join(str(n) for n in counted.statements)
+        verbs = ", ".join(f"{verb} {n / len(counted.statements):.3g}" for verb, n in sorted(counted.by_verb.items()))
+        lines.append(f"{label:<{width}} {size:>6} {statements:>14} {statistics.median(counted.milliseconds):>10.1f}  "
+                     f"{verbs}" + (f" ({counted.conflicts} x 409 not counted)" if counted.conflicts else ""))
+    return lines

@@ -61,6 +61,7 @@ from harness import (
     next_minute,
     sibling_server,
     start_server,
+    statement_lines,
     wait_ready,
 )
 from sqlalchemy import event, func, select
@@ -474,18 +475,7 @@ def summary(backend: str, built: Built, timed: list[Timed], decided: list[Decide
             figure = f"{result.median_ms:>10.2f}" if result.median_ms is not None else f"{'-':>10}"
             lines.append(f"{result.label:<50} {result.calls:>5} {figure}" + (f"  {result.note}" if result.note else ""))
     if counted:
-        lines.append(f"{'SQL statements per create (in-process)':<50} {'nodes':>6} {'statements':>14} "
-                     f"{'median ms':>10}  by verb (per create)")
-        for result in counted:
-            if not result.statements:
-                lines.append(f"{KIND_LABELS[result.kind]:<50} {result.nodes:>6} {'-':>14} {'-':>10}  every create "
-                             "was answered 409")
-                continue
-            statements = "/".join(str(n) for n in result.statements)
-            verbs = ", ".join(f"{verb} {n / len(result.statements):.3g}" for verb, n in sorted(result.by_verb.items()))
-            lines.append(f"{KIND_LABELS[result.kind]:<50} {result.nodes:>6} {statements:>14} "
-                         f"{statistics.median(result.milliseconds):>10.1f}  {verbs}"
-                         + (f" ({result.conflicts} x 409 not counted)" if result.conflicts else ""))
+        lines += statement_lines(50, "nodes", [(KIND_LABELS[result.kind], result.nodes, result) for result in counted])
     return "\n".join(lines)
 
 

@@ -37,7 +37,6 @@ import importlib.util
 import os
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -58,6 +57,7 @@ from harness import (
     next_minute,
     sibling_server,
     start_server,
+    statement_lines,
     wait_ready,
 )
 from sqlalchemy import event, func, select
@@ -400,18 +400,7 @@ def summary(backend: str, built: Built, timed: list[Timed], counted: list[Counte
         lines.append(f"{KINDS[result.kind][0]:<45} {len(result.timings):>4} {result.statuses[201]:>4} "
                      f"{result.statuses[409]:>4} {result.median:>10.1f} {result.p99:>8.1f}")
     if counted:
-        lines.append(f"{'SQL statements per create (in-process)':<45} {'hosts':>6} {'statements':>14} "
-                     f"{'median ms':>10}  by verb (per create)")
-        for result in counted:
-            if not result.statements:
-                lines.append(f"{KINDS[result.kind][0]:<45} {result.hosts:>6} {'-':>14} {'-':>10}  every create "
-                             "was answered 409")
-                continue
-            statements = "/".join(str(n) for n in result.statements)
-            verbs = ", ".join(f"{verb} {n / len(result.statements):.3g}" for verb, n in sorted(result.by_verb.items()))
-            lines.append(f"{KINDS[result.kind][0]:<45} {result.hosts:>6} {statements:>14} "
-                         f"{statistics.median(result.milliseconds):>10.1f}  {verbs}"
-                         + (f" ({result.conflicts} x 409 not counted)" if result.conflicts else ""))
+        lines += statement_lines(45, "hosts", [(KINDS[result.kind][0], result.hosts, result) for result in counted])
     if scheduler is not None:
         figure = f"{scheduler.seconds:.1f} s" if scheduler.seconds is not None else "NOT all ACTIVE"
         lines.append(f"scheduler ({scheduler.mode}): {scheduler.leases} leases starting in one minute -> all ACTIVE "
