@@ -234,7 +234,7 @@ def decide(program: programs.Program, request: Mapping[str, Any], members: Seque
     """Run `instance_placement` for one request. `members` are every node the request could
     see (their structs are reused across requests), `candidates` the names of those that passed
     the filters, in the order the script receives them."""
-    names = [name for name in candidates]
+    names = list(candidates)
     outcome = Outcome()
     call = _Call(world, frozenset(names), dict(instance_resources), outcome)
     entry = _entry_module(program, tuple(members))

@@ -97,7 +97,7 @@ class DatabaseWorld:
         return {"status": node.status, "instance_count": node.instance_count, "usage": dict(node.used),
                 "free": {rc: node.free(rc) for rc in node.capacity}, "capacity": dict(node.capacity)}
 
-    def _instances_query(self, location: str | None, project: str | None) -> Any:
+    def _instance_filters(self, location: str | None, project: str | None) -> Any:
         where = []
         if location:
             where.append(Instance.node == location)
@@ -106,7 +106,7 @@ class DatabaseWorld:
         return where
 
     def instances(self, location: str | None, project: str | None) -> list[dict[str, Any]]:
-        rows = self.session.scalars(select(Instance).where(*self._instances_query(location, project))
+        rows = self.session.scalars(select(Instance).where(*self._instance_filters(location, project))
                                     .order_by(Instance.created_at, Instance.uuid))
         return [{"name": row.name, "uuid": row.uuid, "project": row.project_id, "location": row.node,
                  "status": row.status, "forthcoming": row.forthcoming, "reservation_id": row.reservation_id,
@@ -115,7 +115,7 @@ class DatabaseWorld:
 
     def instances_count(self, location: str | None, project: str | None) -> int:
         return int(self.session.scalar(select(func.count()).select_from(Instance)
-                                       .where(*self._instances_query(location, project))) or 0)
+                                       .where(*self._instance_filters(location, project))) or 0)
 
     def cluster_members(self, group: str | None) -> list[dict[str, Any]]:
         return [member.as_dict() for member in self.members.values() if not group or group in member.groups]
