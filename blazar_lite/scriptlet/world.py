@@ -12,7 +12,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from blazar_lite.allocators.snapshot import Node, Snapshot
@@ -135,7 +135,7 @@ class DatabaseWorld:
             select(Lease, Reservation, ReservationBooking.slots, Host.resource_provider_uuid)
             .join(Reservation, Reservation.lease_id == Lease.id)
             .join(ReservationBooking, ReservationBooking.reservation_id == Reservation.id)
-            .join(Host, and_(Host.id == ReservationBooking.host_id))
+            .join(Host, Host.id == ReservationBooking.host_id)
             .where(*where).order_by(Lease.start_date, Reservation.id)).all()
 
     def _used_slots(self, member: str, reservation_ids: list[str]) -> dict[str, int]:
