@@ -312,6 +312,19 @@ def delete_shape_instance(deployment: str, shape: str, name: str):  # type: igno
     return "", 204
 
 
+@blp.route("/deployments/<string:deployment>/shapes/<string:shape>/instances/<string:name>/state",
+           methods=["PUT"])
+@blp.doc(requestBody={"content": {"application/json": {"schema": instances_api.InstanceState}}})
+@blp.alt_response(200, schema=instances_api.InstanceEnvelope, description="The instance in its new state.")
+def change_shape_instance_state(deployment: str, shape: str, name: str):  # type: ignore[no-untyped-def]
+    """Start or stop one of the shape's instances: {"action": "start"} or {"action": "stop"}."""
+    _governed(deployment, "deployments:put", writes=True)
+    body = web.json_body(instances_api.InstanceState())
+    with web.runtime().db.transaction() as session:
+        view = service.change_shape_instance_state(session, web.caller(), deployment, shape, name, body)
+    return {"instance": instances_api.instance_body(view)}
+
+
 class KeyBody(Schema):
     class Meta:
         unknown = INCLUDE

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from blazar_lite.auth.context import RequestContext
 from blazar_lite.deployments.models import MAX_NAME, Deployment, Shape
-from blazar_lite.exceptions import BadRequest, Conflict, NotFound
+from blazar_lite.exceptions import BadRequest, Conflict, NotEnoughResources, NotFound
 from blazar_lite.instances import requests as instance_requests
 from blazar_lite.instances import service as instances
 from blazar_lite.instances.models import Instance
@@ -392,17 +392,43 @@ def launch_instance(session: Session, context: RequestContext, deployment: str, 
         raise Conflict(f"Shape {shape} of deployment {deployment} is at its scaling_maximum of "
                        f"{row.scaling_maximum} instances; raise it, or delete an instance first.")
     template = _loads(row.instance_template)
-    return instances.create_instance(session, context, {**template, "name": instance_name},
-                                     allocator=allocator, placement=placement, shape_id=row.id)
+    reservation_id = template.get("reservation_id")
+    slots = instances.reservation_slots(session, reservation_id) if reservation_id else None
+    if slots is not None and slots[0] == 0:
+        raise NotEnoughResources(
+            f"Shape {shape} of deployment {deployment} cannot grow inside reservation {reservation_id}: 0 of its "
+            f"{slots[1]} slots are left. Delete an instance of the reservation, or point the template at "
+            "another reservation.", slots_left=0, slots=slots[1])
+    try:
+        return instances.create_instance(session, context, {**template, "name": instance_name},
+                                         allocator=allocator, placement=placement, shape_id=row.id)
+    except NotEnoughResources as exc:
+        if slots is None:
+            raise
+        raise NotEnoughResources(f"{exc.message} Reservation {reservation_id} has {slots[0]} of its {slots[1]} "
+                                 "slots left.", slots_left=slots[0], slots=slots[1]) from None
+
+
+def _shape_instance(session: Session, project_id: str, deployment: str, shape: str, instance_name: str) -> str:
+    """The uuid of the shape's instance `instance_name`; 404 when the shape has none of that name."""
+    owner = find_deployment(session, project_id, deployment)
+    row = _shape(session, owner, shape)
+    instance = session.scalar(select(Instance.uuid).where(Instance.shape_id == row.id, Instance.name == instance_name))
+    if instance is None:
+        raise NotFound(f"Instance {instance_name} is not an instance of shape {shape} of deployment {deployment}.")
+    return instance
+
+
+def change_shape_instance_state(session: Session, context: RequestContext, deployment: str, shape: str,
+                                instance_name: str, body: object) -> instances.InstanceView:
+    """Start or stop one of the shape's instances."""
+    instance = _shape_instance(session, context.project_id, deployment, shape, instance_name)
+    return instances.change_state(session, context, instance, body)
 
 
 def delete_shape_instance(session: Session, context: RequestContext, deployment: str, shape: str,
                           instance_name: str, placement: PlacementBackend | None = None) -> None:
     """Delete one of the shape's instances; 409 at scaling_minimum (the check every instance
     delete makes)."""
-    owner = find_deployment(session, context.project_id, deployment)
-    row = _shape(session, owner, shape)
-    instance = session.scalar(select(Instance.uuid).where(Instance.shape_id == row.id, Instance.name == instance_name))
-    if instance is None:
-        raise NotFound(f"Instance {instance_name} is not an instance of shape {shape} of deployment {deployment}.")
+    instance = _shape_instance(session, context.project_id, deployment, shape, instance_name)
     instances.delete_instance(session, context, instance, placement)

@@ -65,6 +65,13 @@ class InstanceRename(Schema):
     name = web.raw_field("The new name.")
 
 
+class InstanceState(Schema):
+    class Meta:
+        unknown = INCLUDE
+
+    action = web.raw_field("start or stop. A stopped instance keeps its room on its node.")
+
+
 class InstanceSchema(Schema):
     id = fields.String()
     name = fields.String(allow_none=True)
@@ -221,4 +228,17 @@ def rename_instance(ref: str):  # type: ignore[no-untyped-def]
     data = web.json_body(InstanceRename())
     with web.runtime().db.transaction() as session:
         view = service.rename_instance(session, context, ref, data)
+    return {"instance": instance_body(view)}
+
+
+@blp.route("/instances/<string:ref>/state", methods=["PUT"])
+@blp.doc(requestBody={"content": {"application/json": {"schema": InstanceState}}})
+@blp.alt_response(200, schema=InstanceEnvelope, description="The instance in its new state.")
+def change_instance_state(ref: str):  # type: ignore[no-untyped-def]
+    """Start or stop a real instance: {"action": "start"} or {"action": "stop"}."""
+    context = web.caller()
+    web.enforce("instances:put", {"project_id": context.project_id})
+    data = web.json_body(InstanceState())
+    with web.runtime().db.transaction() as session:
+        view = service.change_state(session, context, ref, data)
     return {"instance": instance_body(view)}

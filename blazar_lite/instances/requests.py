@@ -18,6 +18,8 @@ LOWEST = {"vcpus": 1, "memory_mb": 1, "disk_gb": 0}
 CREATE_FIELDS = frozenset({"name", "flavor_id", *SIZE_FIELDS, "reservation_id", "host", "forthcoming"})
 COMMIT_FIELDS = frozenset({"name", "flavor_id", *SIZE_FIELDS})
 MODIFY_FIELDS = frozenset({"flavor_id", *SIZE_FIELDS})
+# What a state change may ask for, in LXD's words.
+STATE_ACTIONS = ("start", "stop")
 
 
 @dataclass(frozen=True)
@@ -140,3 +142,12 @@ def read_rename(body: object) -> str:
     if ("name" in body) == ("new_name" in body):
         raise BadRequest("Give the new name as new_name (or name), once.")
     return read_name(body.get("new_name", body.get("name")), "new_name" if "new_name" in body else "name")
+
+
+def read_state_action(body: object) -> str:
+    """The `action` of a state change: start or stop."""
+    body = read_object(body, frozenset({"action"}), "a state change")
+    action = body.get("action")
+    if action not in STATE_ACTIONS:
+        raise BadRequest(f"Invalid action {action!r}: give {' or '.join(STATE_ACTIONS)}.")
+    return action

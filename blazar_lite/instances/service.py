@@ -25,11 +25,12 @@ from blazar_lite.deployments.models import Deployment, Shape
 from blazar_lite.exceptions import BadRequest, Conflict, Forbidden, NotEnoughResources, NotFound
 from blazar_lite.flavors import service as flavors
 from blazar_lite.instances import requests, snapshot
-from blazar_lite.instances.models import ACTIVE, FORTHCOMING, Instance
+from blazar_lite.instances.models import ACTIVE, FORTHCOMING, STOPPED, Instance
 from blazar_lite.leases.dates import describe_date
 from blazar_lite.leases.models import ACTIVE as LEASE_ACTIVE
 from blazar_lite.leases.models import PENDING, PHYSICAL_HOST, STARTING, Lease, Reservation
 from blazar_lite.placement.backend import EmbeddedPlacement, PlacementBackend
+from blazar_lite.placement.models import Inventory, ResourceClass
 from blazar_lite.scriptlet import runtime as scriptlets
 from blazar_lite.scriptlet import world as scriptlet_world
 from blazar_lite.scriptlet.program import Program
@@ -156,6 +157,23 @@ def _reservation_place(session: Session, context: RequestContext, reservation_id
 
 def _reservation_by_class(session: Session, resource_class: str) -> str | None:
     return session.scalar(select(Reservation.id).where(Reservation.resource_class == resource_class))
+
+
+def reservation_slots(session: Session, reservation_id: str) -> tuple[int, int] | None:
+    """(slots left, slots in all) of an active instance reservation, counted on its inventory;
+    None for a host reservation, or one that holds no inventory (not started, or ended)."""
+    resource_class = session.scalar(select(Reservation.resource_class).where(
+        Reservation.id == reservation_id, Reservation.resource_type != PHYSICAL_HOST))
+    if resource_class is None:
+        return None
+    found = session.execute(
+        select(func.sum(Inventory.total - Inventory.reserved), func.sum(Inventory.used))
+        .join(ResourceClass, ResourceClass.id == Inventory.resource_class_id)
+        .where(ResourceClass.name == resource_class)).one()
+    if found[0] is None:
+        return None
+    total, used = int(found[0]), int(found[1] or 0)
+    return max(total - used, 0), total
 
 
 def _check_fits_slot(place: _Place, values: Mapping[str, int | None]) -> None:
@@ -611,6 +629,21 @@ def rename_instance(session: Session, context: RequestContext, ref: str, body: o
     _check_name_free(session, instance.project_id, name, instance.uuid)
     instance.name = name
     _flush_named(session, instance)
+    return _view(session, instance)
+
+
+def change_state(session: Session, context: RequestContext, ref: str, body: object) -> InstanceView:
+    """Start or stop a real instance. A stopped instance keeps what it holds on its node, so it
+    can always start again; asking for the state it is already in changes nothing."""
+    action = requests.read_state_action(body)
+    instance = _find(session, context, ref, lock=True)
+    if instance.forthcoming:
+        raise Conflict(f"Instance {ref} is forthcoming: it exists only on paper, so it cannot {action}; commit it "
+                       "first (POST /v1/instances/<id>/create).")
+    wanted = ACTIVE if action == "start" else STOPPED
+    if instance.status != wanted:
+        instance.status = wanted
+        session.flush()
     return _view(session, instance)
 
 

@@ -199,7 +199,31 @@ def test_a_template_with_a_reservation_places_instances_in_its_slots(
     shape(client, maximum=5, template={"reservation_id": reservation["id"]})
     placed = [ok(launch(client, f"web-{n}"), 201)["instance"] for n in range(2)]
     assert {(i["host"], i["reservation_id"], i["vcpus"]) for i in placed} == {("compute-1", reservation["id"], 2)}
-    assert launch(client, "web-2").status_code == 409
+    refused = launch(client, "web-2")
+    assert refused.status_code == 409
+    error = refused.get_json()
+    assert "0 of its 2 slots are left" in error["error_message"]
+    assert (error["error_name"], error["slots_left"], error["slots"]) == ("NotEnoughResourcesAvailable", 0, 2)
+    # A slot freed is a slot the shape may take again.
+    assert client.delete("/v1/deployments/shop/shapes/web/instances/web-0", headers=MEMBER).status_code == 204
+    assert ok(launch(client, "web-2"), 201)["instance"]["reservation_id"] == reservation["id"]
+
+
+def test_a_scale_up_that_cannot_be_placed_says_how_many_slots_the_reservation_has_left(
+        client: FlaskClient, database: Database) -> None:
+    from tests.functional.scheduler.test_scheduler import register
+
+    host = register(client, "compute-1")
+    lease = started_lease(client, database, [slots(2)])
+    [reservation] = lease["reservations"]
+    deployment(client)
+    shape(client, maximum=5, template={"reservation_id": reservation["id"]})
+    assert client.put(f"/v1/os-hosts/{host['id']}", json={"status": "down"}).status_code == 200
+    refused = launch(client, "web-0")
+    assert refused.status_code == 409
+    error = refused.get_json()
+    assert error["error_message"].endswith(f"Reservation {reservation['id']} has 2 of its 2 slots left.")
+    assert (error["slots_left"], error["slots"]) == (2, 2)
 
 
 def test_a_scale_up_asks_the_scriptlet_with_the_deployment_and_shape(

@@ -64,6 +64,30 @@ def test_a_read_only_key_may_only_read(client: FlaskClient, governed: dict) -> N
     assert "read-only" in blazar_error(client.delete(f"{WEB}/web-1", headers=reader), 403)
 
 
+def test_a_governor_stops_and_starts_a_shapes_instance(client: FlaskClient, governed: dict) -> None:
+    signed = bearer(token(governed["admin"], "gov"))
+    ok(client.post(f"{WEB}/web-1", headers=signed), 201)
+    stopped = ok(client.put(f"{WEB}/web-1/state", json={"action": "stop"}, headers=signed))["instance"]
+    assert (stopped["name"], stopped["status"]) == ("web-1", "STOPPED")
+    assert [i["status"] for i in ok(client.get(WEB, headers=signed))["instances"]] == ["STOPPED"]
+    assert ok(client.put(f"{WEB}/web-1/state", json={"action": "start"}, headers=signed))["instance"]["status"] == \
+        "ACTIVE"
+
+
+def test_a_read_only_key_may_not_change_state(client: FlaskClient, governed: dict) -> None:
+    ok(client.post(f"{WEB}/web-1", headers=MEMBER), 201)
+    reader = bearer(token(governed["reader"], "reader", algorithm="RS256"))
+    assert "read-only" in blazar_error(client.put(f"{WEB}/web-1/state", json={"action": "stop"}, headers=reader), 403)
+    assert [i["status"] for i in ok(client.get(WEB, headers=MEMBER))["instances"]] == ["ACTIVE"]
+
+
+def test_the_state_of_an_instance_outside_the_shape_is_not_found(client: FlaskClient, governed: dict) -> None:
+    ok(client.post("/v1/instances", json={"name": "loner", "vcpus": 1, "memory_mb": 512}, headers=MEMBER), 201)
+    signed = bearer(token(governed["admin"], "gov"))
+    assert "not an instance of shape web" in blazar_error(
+        client.put(f"{WEB}/loner/state", json={"action": "stop"}, headers=signed), 404)
+
+
 def test_another_deployments_key_is_refused(client: FlaskClient, governed: dict) -> None:
     ok(client.post("/v1/deployments", json={"name": "other"}, headers=MEMBER), 201)
     other_key = ec.generate_private_key(ec.SECP256R1())
