@@ -94,6 +94,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("scheduler", "minutes_before_end_lease", int, 60,
            "Minutes before a lease's end at which its before_end_lease event fires, for leases created "
            "without a before_end_date.", minimum=0),
+    Option("webhooks", "interval", int, 5,
+           "Seconds between two passes of the scheduler that send the webhook events that are due.", minimum=1),
+    Option("webhooks", "timeout", int, 5,
+           "Seconds a webhook receiver may take to answer one POST before the attempt counts as failed.",
+           minimum=1, maximum=300),
+    Option("webhooks", "max_attempts", int, 8,
+           "Times a webhook event is sent before it is given up as FAILED.", minimum=1),
+    Option("webhooks", "retry_delay", int, 10,
+           "Seconds before a failed webhook event is sent again; the wait doubles after each failure, up to "
+           "an hour.", minimum=1),
     Option("leases", "cleaning_time", int, 0,
            "Minutes a host stays idle after each booking ends before another may begin (to wipe or "
            "re-image it); 0 lets leases follow each other back to back.", minimum=0),
@@ -138,6 +148,10 @@ class Settings:
     scheduler_claim_timeout: int = 300
     scheduler_max_attempts: int = 5
     scheduler_minutes_before_end_lease: int = 60
+    webhooks_interval: int = 5
+    webhooks_timeout: int = 5
+    webhooks_max_attempts: int = 8
+    webhooks_retry_delay: int = 10
     leases_cleaning_time: int = 0
     instances_allocator: str = "fewest-instances"
     instances_iallocator_search_path: str = ""

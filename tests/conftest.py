@@ -21,6 +21,7 @@ from blazar_lite.app import create_app
 from blazar_lite.db import Database
 from blazar_lite.db.migrate import upgrade
 from blazar_lite.settings import load_settings
+from tests.receiver import Receiver
 
 PG_URL_ENV = "BLAZAR_LITE_TEST_PG_URL"
 PG_REQUIRED_ENV = "BLAZAR_LITE_TEST_PG_REQUIRED"
@@ -314,3 +315,11 @@ def pg_database(pg_scratch_url: str) -> Iterator[Database]:
     upgrade(database.engine)
     yield database
     database.dispose()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A local webhook receiver (see tests/receiver.py), stopped after the test."""
+    server = Receiver()
+    yield server
+    server.close()

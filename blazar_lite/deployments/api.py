@@ -14,8 +14,9 @@ from flask_smorest import Blueprint
 from marshmallow import INCLUDE, Schema, fields
 
 from blazar_lite import web
-from blazar_lite.deployments import governor, keys, service
+from blazar_lite.deployments import events, governor, keys, service
 from blazar_lite.instances import api as instances_api
+from blazar_lite.webhooks import delivery
 
 blp = Blueprint("deployments", __name__, description="Deployments: shapes of instances scaled within bounds")
 
@@ -30,6 +31,8 @@ class DeploymentBody(Schema):
     description = web.raw_field("Free text.")
     config = web.raw_field("An object of string values.")
     governor_webhook_url = web.raw_field("Where events for the governor are sent (http:// or https://), or null.")
+    governor_webhook_secret = web.raw_field("The key of the HMAC that signs those events (16 to 128 characters); "
+                                            "a random one when left out at creation.")
 
 
 class ShapeBody(Schema):
@@ -59,6 +62,8 @@ class DeploymentSchema(Schema):
     description = fields.String()
     config = fields.Dict(keys=fields.String(), values=fields.String())
     governor_webhook_url = fields.String(allow_none=True)
+    governor_webhook_secret = fields.String(metadata={"description": "The key of the HMAC in the "
+                                                                     "X-Blazar-Lite-Signature header of each event."})
     created_at = fields.String()
     updated_at = fields.String(allow_none=True)
 
@@ -100,6 +105,7 @@ def _date(value: Any) -> str | None:
 def _deployment(view: service.DeploymentView) -> dict[str, Any]:
     return {"id": view.id, "name": view.name, "project_id": view.project_id, "description": view.description,
             "config": view.config, "governor_webhook_url": view.governor_webhook_url,
+            "governor_webhook_secret": view.governor_webhook_secret,
             "created_at": _date(view.created_at), "updated_at": _date(view.updated_at)}
 
 
@@ -323,6 +329,53 @@ def change_shape_instance_state(deployment: str, shape: str, name: str):  # type
     with web.runtime().db.transaction() as session:
         view = service.change_shape_instance_state(session, web.caller(), deployment, shape, name, body)
     return {"instance": instances_api.instance_body(view)}
+
+
+class AttemptSchema(Schema):
+    attempt = fields.Integer()
+    url = fields.String(allow_none=True)
+    started_at = fields.String()
+    duration_ms = fields.Integer()
+    status_code = fields.Integer(allow_none=True, metadata={"description": "The receiver's answer; null when none "
+                                                                             "came."})
+    error = fields.String(metadata={"description": "Empty when delivered; else why the attempt failed."})
+    outcome = fields.String(metadata={"description": "DELIVERED, RETRY or FAILED."})
+
+
+class EventSchema(Schema):
+    id = fields.String()
+    type = fields.String(metadata={"description": "scale-down-request, capacity-offer or evacuation."})
+    status = fields.String(metadata={"description": "PENDING, SENDING, DELIVERED or FAILED."})
+    created_at = fields.String()
+    next_attempt_at = fields.String(allow_none=True, metadata={"description": "When it is sent next, while it "
+                                                                              "waits."})
+    delivered_at = fields.String(allow_none=True)
+    payload = fields.Dict(metadata={"description": "The JSON body POSTed to the webhook."})
+    attempts = fields.List(fields.Nested(AttemptSchema))
+
+
+class EventsEnvelope(Schema):
+    events = fields.List(fields.Nested(EventSchema))
+
+
+def _event(view: delivery.DeliveryView) -> dict[str, Any]:
+    return {"id": view.id, "type": view.event_type, "status": view.status, "created_at": _date(view.created_at),
+            "next_attempt_at": _date(view.next_attempt_at), "delivered_at": _date(view.delivered_at),
+            "payload": view.payload,
+            "attempts": [{"attempt": a.attempt, "url": a.url, "started_at": _date(a.started_at),
+                          "duration_ms": a.duration_ms, "status_code": a.status_code, "error": a.error,
+                          "outcome": a.outcome} for a in view.attempts]}
+
+
+@blp.route("/deployments/<string:deployment>/events", methods=["GET"])
+@blp.alt_response(200, schema=EventsEnvelope, description="The deployment's events, newest first.")
+def list_events(deployment: str):  # type: ignore[no-untyped-def]
+    """The events sent (or to be sent) to the deployment's governor webhook, with every attempt
+    to deliver each; filter with status, type and limit (default 100)."""
+    project_id, args = _project("deployments:get", frozenset({"project_id", "status", "type", "limit"}))
+    with web.runtime().db.read() as session:
+        row = service.find_deployment(session, project_id, deployment)
+        return {"events": [_event(v) for v in events.list_events(session, row, args)]}
 
 
 class KeyBody(Schema):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import secrets
 import uuid as uuidlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from blazar_lite.auth.context import RequestContext
+from blazar_lite.deployments import events
 from blazar_lite.deployments.models import MAX_NAME, Deployment, Shape
 from blazar_lite.exceptions import BadRequest, Conflict, NotEnoughResources, NotFound
 from blazar_lite.instances import requests as instance_requests
@@ -29,7 +31,8 @@ from blazar_lite.instances.models import Instance
 from blazar_lite.placement.backend import EmbeddedPlacement, PlacementBackend
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-DEPLOYMENT_FIELDS = frozenset({"name", "description", "config", "governor_webhook_url"})
+DEPLOYMENT_FIELDS = frozenset({"name", "description", "config", "governor_webhook_url", "governor_webhook_secret"})
+SECRET_LENGTHS = (16, 128)
 SHAPE_FIELDS = frozenset({"name", "description", "config", "instance_template", "scaling_minimum",
                           "scaling_maximum"})
 # What a template may say: the size, the reservation. The name comes with each launch, and
@@ -46,6 +49,7 @@ class DeploymentView:
     description: str
     config: dict[str, str]
     governor_webhook_url: str | None
+    governor_webhook_secret: str
     created_at: dt.datetime
     updated_at: dt.datetime | None
 
@@ -98,6 +102,18 @@ def _webhook(value: object) -> str | None:
     return value
 
 
+def _secret(value: object) -> str:
+    """A webhook secret the caller chose, or a new random one when they chose none."""
+    if value is None:
+        return secrets.token_hex(32)
+    shortest, longest = SECRET_LENGTHS
+    if not isinstance(value, str) or not shortest <= len(value) <= longest or not value.isprintable() \
+            or any(c.isspace() for c in value):
+        raise BadRequest(f"Invalid governor_webhook_secret: give {shortest} to {longest} printable characters "
+                         "without spaces, or leave it out for a random one.")
+    return value
+
+
 def _bound(body: Mapping[str, Any], field: str) -> int:
     value = body.get(field)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SCALE:
@@ -139,7 +155,7 @@ def _loads(text: str) -> Any:
 
 def _deployment_view(row: Deployment) -> DeploymentView:
     return DeploymentView(row.id, row.name, row.project_id, row.description, _loads(row.config),
-                          row.governor_webhook_url, row.created_at, row.updated_at)
+                          row.governor_webhook_url, row.governor_webhook_secret, row.created_at, row.updated_at)
 
 
 def _scaling_current(session: Session, shape_ids: list[str]) -> dict[str, int]:
@@ -193,7 +209,8 @@ def create_deployment(session: Session, project_id: str, body: object) -> Deploy
     row = Deployment(id=str(uuidlib.uuid4()), project_id=project_id, name=name,
                      description=_description(data.get("description")),
                      config=json.dumps(_config(data.get("config"))),
-                     governor_webhook_url=_webhook(data.get("governor_webhook_url")))
+                     governor_webhook_url=_webhook(data.get("governor_webhook_url")),
+                     governor_webhook_secret=_secret(data.get("governor_webhook_secret")))
     session.add(row)
     _flush_unique(session, f"Deployment {name} of project {project_id}")
     return _deployment_view(row)
@@ -201,12 +218,15 @@ def create_deployment(session: Session, project_id: str, body: object) -> Deploy
 
 def replace_deployment(session: Session, project_id: str, name: str, body: object) -> DeploymentView:
     """PUT: description, config and governor_webhook_url become what the body says (left out:
-    empty); the name changes only through rename."""
+    empty); the name changes only through rename. The webhook secret changes only when given: it
+    is a credential the governor holds, not a setting to reset by leaving it out."""
     data = instance_requests.read_object(body, DEPLOYMENT_FIELDS - {"name"}, "a deployment replacement")
     row = find_deployment(session, project_id, name, lock=True)
     row.description = _description(data.get("description"))
     row.config = json.dumps(_config(data.get("config")))
     row.governor_webhook_url = _webhook(data.get("governor_webhook_url"))
+    if data.get("governor_webhook_secret") is not None:
+        row.governor_webhook_secret = _secret(data["governor_webhook_secret"])
     session.flush()
     return _deployment_view(row)
 
@@ -221,6 +241,8 @@ def update_deployment(session: Session, project_id: str, name: str, body: object
         row.config = _merged_config(row.config, data["config"])
     if "governor_webhook_url" in data:
         row.governor_webhook_url = _webhook(data["governor_webhook_url"])
+    if "governor_webhook_secret" in data:
+        row.governor_webhook_secret = _secret(data["governor_webhook_secret"])
     session.flush()
     return _deployment_view(row)
 
@@ -257,6 +279,7 @@ def delete_deployment(session: Session, project_id: str, name: str, *, force: bo
                        "?force=true to delete them too.")
     if shapes:
         _remove_instances(session, placement or EmbeddedPlacement(session), shapes)
+    events.forget(session, row)
     session.delete(row)
     session.flush()
 
@@ -295,6 +318,7 @@ def create_shape(session: Session, project_id: str, deployment: str, body: objec
                 instance_template=json.dumps(template), scaling_minimum=minimum, scaling_maximum=maximum)
     session.add(row)
     _flush_unique(session, f"Shape {name} of deployment {deployment}")
+    events.shape_template_set(session, owner, row)
     return _shape_views(session, owner, [row])[0]
 
 
@@ -319,6 +343,7 @@ def replace_shape(session: Session, project_id: str, deployment: str, name: str,
     row.instance_template = json.dumps(template)
     row.scaling_minimum, row.scaling_maximum = minimum, maximum
     session.flush()
+    events.shape_template_set(session, owner, row)
     return _shape_views(session, owner, [row])[0]
 
 
@@ -334,6 +359,7 @@ def update_shape(session: Session, project_id: str, deployment: str, name: str, 
         row.scaling_minimum, row.scaling_maximum = minimum, maximum
     if "instance_template" in data:
         row.instance_template = json.dumps(_template(data["instance_template"]))
+        events.shape_template_set(session, owner, row)
     if "description" in data:
         row.description = _description(data["description"])
     if "config" in data:

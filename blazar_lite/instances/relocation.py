@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from blazar_lite.allocators.snapshot import EVACUATION, RELOCATION
+from blazar_lite.deployments import events as governor_events
 from blazar_lite.exceptions import Conflict, NotEnoughResources, NotFound
 from blazar_lite.hosts.models import Host
 from blazar_lite.instances import service
@@ -74,6 +75,7 @@ def _move_instances(session: Session, host: Host, reason: str, allocator: servic
                                 .order_by(Instance.forthcoming.desc(), Instance.created_at, Instance.uuid)
                                 .with_for_update()).all()
     records = []
+    moves = []
     for instance in instances:
         place = service.place_of(session, instance)
         lease = _lease_of(session, instance.reservation_id)
@@ -89,11 +91,15 @@ def _move_instances(session: Session, host: Host, reason: str, allocator: servic
             records.append(_record(session, host=host.hypervisor_hostname, reason=reason, subject_type="instance",
                                    subject_id=instance.uuid, lease_id=lease.id if lease else None,
                                    from_node=host.hypervisor_hostname, to_node=None, moved=False, message=message))
+            moves.append(governor_events.Move(instance.uuid, False, None, message))
             continue
         records.append(_record(session, host=host.hypervisor_hostname, reason=reason, subject_type="instance",
                                subject_id=instance.uuid, lease_id=lease.id if lease else None,
                                from_node=host.hypervisor_hostname, to_node=instance.node, moved=True,
                                message=f"instance {instance.uuid} moved to {instance.node}"))
+        moves.append(governor_events.Move(instance.uuid, True, instance.node, records[-1].message))
+    # A governor whose instances were on the host hears what became of them.
+    governor_events.instances_moved(session, host.hypervisor_hostname, reason, moves)
     return records
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from blazar_lite.db import Database, utcnow
 from blazar_lite.db.maintenance import refresh_statistics
+from blazar_lite.deployments import events as governor_events
 from blazar_lite.exceptions import ConcurrentUpdate
 from blazar_lite.leases import lifecycle
 from blazar_lite.leases.models import (
@@ -35,6 +36,7 @@ from blazar_lite.leases.models import (
 )
 from blazar_lite.scheduler.claims import Claim, claim_due_events, held, holds, next_due_time, worker_identity
 from blazar_lite.settings import Settings
+from blazar_lite.webhooks import delivery
 
 LOG = logging.getLogger(__name__)
 
@@ -108,10 +110,23 @@ def _nothing(_session: Session) -> None:
     return None
 
 
+def _before_end(session: Session, lease_id: str) -> None:
+    lifecycle.before_end_lease(session, lease_id)
+    # Governors of shapes in the lease are asked to scale down, in the event's own transaction.
+    governor_events.lease_ending(session, lease_id)
+
+
+def _start(session: Session, lease_id: str) -> bool:
+    started = lifecycle.start_lease(session, lease_id)
+    if started:
+        governor_events.lease_started(session, lease_id)
+    return started
+
+
 def _steps(event_type: str) -> tuple[Callable[[Session, str], bool], Callable[..., object]]:
     """The lifecycle's two steps for a start or an end: mark the lease, then act."""
     if event_type == START_LEASE:
-        return lifecycle.mark_starting, lifecycle.start_lease
+        return lifecycle.mark_starting, _start
     if event_type == END_LEASE:
         return lifecycle.mark_terminating, lifecycle.end_lease
     raise ValueError(f"unknown event type {event_type!r}")
@@ -122,8 +137,7 @@ def _run(database: Database, claim: Claim, worker_id: str, marked: bool | None =
     marking the lease returned when `mark_claimed` did it already (None: not done yet)."""
     lease_id = claim.lease_id
     if claim.event_type == BEFORE_END_LEASE:
-        return _step(database, claim, worker_id, lambda s: lifecycle.before_end_lease(s, lease_id),
-                     finish=True) is not _LOST
+        return _step(database, claim, worker_id, lambda s: _before_end(s, lease_id), finish=True) is not _LOST
     mark, act = _steps(claim.event_type)
     if marked is None:
         # The transitional state is committed on its own, so that users see the event at work.
@@ -248,6 +262,9 @@ def run_due_events(database: Database, now: dt.datetime | None = None, worker_id
 # Seconds between two refreshes of the database's planner statistics (SQLite only).
 STATISTICS_INTERVAL = 3600
 EVENTS_JOB = "lease-events"
+WEBHOOKS_JOB = "webhook-deliveries"
+# Who receives the events of each webhook source.
+RECEIVERS: dict[str, delivery.ReceiverLookup] = {governor_events.SOURCE: governor_events.receiver}
 # A pass brought forward to less than this after the current one ends could find the current one
 # still counted as running, and APScheduler would skip it.
 WAKE_MARGIN = dt.timedelta(milliseconds=100)
@@ -271,6 +288,20 @@ class LeaseScheduler:
                                 coalesce=True, id=EVENTS_JOB, next_run_time=dt.datetime.now(dt.UTC))
         self._scheduler.add_job(self.refresh_statistics, "interval", seconds=STATISTICS_INTERVAL, max_instances=1,
                                 coalesce=True, id="statistics")
+        # Webhooks go out in a job of their own: a slow receiver never holds up a lease's event.
+        self._scheduler.add_job(self.deliver_webhooks, "interval", seconds=settings.webhooks_interval,
+                                max_instances=1, coalesce=True, id=WEBHOOKS_JOB)
+
+    def deliver_webhooks(self) -> list[delivery.DeliveryResult]:
+        """One delivery pass over the webhook events that are due (a failure is logged)."""
+        policy = delivery.DeliveryPolicy(timeout=self.settings.webhooks_timeout,
+                                         max_attempts=self.settings.webhooks_max_attempts,
+                                         retry_delay=dt.timedelta(seconds=self.settings.webhooks_retry_delay))
+        try:
+            return delivery.deliver_due(self.database, RECEIVERS, worker_id=self.worker_id, policy=policy)
+        except Exception:
+            LOG.exception("webhook delivery pass failed; the next one tries again")
+            return []
 
     def refresh_statistics(self) -> None:
         """Keep SQLite's planner statistics up to date as leases come and go (a failure is logged)."""
