@@ -24,6 +24,7 @@ from blazar_lite.scriptlet import api as scriptlet_api
 from blazar_lite.server_config import api as server_config_api
 from blazar_lite.server_config.cache import ServerConfigCache
 from blazar_lite.settings import Settings
+from blazar_lite.webhooks import api as webhooks_api
 
 LOG = logging.getLogger("blazar_lite.api")
 
@@ -90,6 +91,7 @@ def create_app(settings: Settings, database: Database | None = None) -> Flask:
     api.register_blueprint(server_config_api.blp, url_prefix="/v1")
     api.register_blueprint(scriptlet_api.blp, url_prefix="/v1")
     api.register_blueprint(deployments_api.blp, url_prefix="/v1")
+    api.register_blueprint(webhooks_api.blp, url_prefix="/v1")
     app.register_blueprint(docs.blp)
 
     @app.before_request

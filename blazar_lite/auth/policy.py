@@ -65,6 +65,12 @@ DEFAULT_RULES: dict[str, str] = {
     "deployments:post": "rule:admin_or_member",
     "deployments:put": "rule:admin_or_member",
     "deployments:delete": "rule:admin_or_member",
+    # Webhooks for lease events belong to a project as leases do.
+    "webhooks:get": "rule:admin_or_reader",
+    "webhooks:get_all": "rule:admin",
+    "webhooks:post": "rule:admin_or_member",
+    "webhooks:put": "rule:admin_or_member",
+    "webhooks:delete": "rule:admin_or_member",
     # The server configuration (the placement scriptlet among it) is the operator's.
     "config:get": "rule:admin",
     "config:update": "rule:admin",

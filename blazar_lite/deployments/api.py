@@ -16,7 +16,7 @@ from marshmallow import INCLUDE, Schema, fields
 from blazar_lite import web
 from blazar_lite.deployments import events, governor, keys, service
 from blazar_lite.instances import api as instances_api
-from blazar_lite.webhooks import delivery
+from blazar_lite.webhooks import api as webhooks_api
 
 blp = Blueprint("deployments", __name__, description="Deployments: shapes of instances scaled within bounds")
 
@@ -331,40 +331,8 @@ def change_shape_instance_state(deployment: str, shape: str, name: str):  # type
     return {"instance": instances_api.instance_body(view)}
 
 
-class AttemptSchema(Schema):
-    attempt = fields.Integer()
-    url = fields.String(allow_none=True)
-    started_at = fields.String()
-    duration_ms = fields.Integer()
-    status_code = fields.Integer(allow_none=True, metadata={"description": "The receiver's answer; null when none "
-                                                                             "came."})
-    error = fields.String(metadata={"description": "Empty when delivered; else why the attempt failed."})
-    outcome = fields.String(metadata={"description": "DELIVERED, RETRY or FAILED."})
-
-
-class EventSchema(Schema):
-    id = fields.String()
-    type = fields.String(metadata={"description": "scale-down-request, capacity-offer or evacuation."})
-    status = fields.String(metadata={"description": "PENDING, SENDING, DELIVERED or FAILED."})
-    created_at = fields.String()
-    next_attempt_at = fields.String(allow_none=True, metadata={"description": "When it is sent next, while it "
-                                                                              "waits."})
-    delivered_at = fields.String(allow_none=True)
-    payload = fields.Dict(metadata={"description": "The JSON body POSTed to the webhook."})
-    attempts = fields.List(fields.Nested(AttemptSchema))
-
-
 class EventsEnvelope(Schema):
-    events = fields.List(fields.Nested(EventSchema))
-
-
-def _event(view: delivery.DeliveryView) -> dict[str, Any]:
-    return {"id": view.id, "type": view.event_type, "status": view.status, "created_at": _date(view.created_at),
-            "next_attempt_at": _date(view.next_attempt_at), "delivered_at": _date(view.delivered_at),
-            "payload": view.payload,
-            "attempts": [{"attempt": a.attempt, "url": a.url, "started_at": _date(a.started_at),
-                          "duration_ms": a.duration_ms, "status_code": a.status_code, "error": a.error,
-                          "outcome": a.outcome} for a in view.attempts]}
+    events = fields.List(fields.Nested(webhooks_api.DeliverySchema))
 
 
 @blp.route("/deployments/<string:deployment>/events", methods=["GET"])
@@ -375,7 +343,7 @@ def list_events(deployment: str):  # type: ignore[no-untyped-def]
     project_id, args = _project("deployments:get", frozenset({"project_id", "status", "type", "limit"}))
     with web.runtime().db.read() as session:
         row = service.find_deployment(session, project_id, deployment)
-        return {"events": [_event(v) for v in events.list_events(session, row, args)]}
+        return {"events": [webhooks_api.delivery_body(v) for v in events.list_events(session, row, args)]}
 
 
 class KeyBody(Schema):

@@ -22,23 +22,18 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from blazar_lite.deployments.models import Deployment, Shape
-from blazar_lite.exceptions import BadRequest
 from blazar_lite.instances import service as instances
 from blazar_lite.instances.models import Instance
 from blazar_lite.leases.dates import describe_date
 from blazar_lite.leases.models import Lease, Reservation
 from blazar_lite.webhooks import delivery
-from blazar_lite.webhooks.models import DELIVERED, FAILED, PENDING, SENDING
 
 SOURCE = "deployment"
 SCALE_DOWN_REQUEST = "scale-down-request"
 CAPACITY_OFFER = "capacity-offer"
 EVACUATION = "evacuation"
 EVENT_TYPES = (SCALE_DOWN_REQUEST, CAPACITY_OFFER, EVACUATION)
-STATUSES = (PENDING, SENDING, DELIVERED, FAILED)
 DATE = "%Y-%m-%dT%H:%M:%S.%f"
-DEFAULT_LIMIT = 100
-MAX_LIMIT = 1000
 
 
 @dataclass(frozen=True)
@@ -183,18 +178,9 @@ def instances_moved(session: Session, host: str, reason: str, moves: Iterable[Mo
 
 
 def list_events(session: Session, deployment: Deployment, filters: Mapping[str, str]) -> list[delivery.DeliveryView]:
-    """The deployment's events, newest first, with every delivery attempt; `filters` are the
-    query's `status`, `type` and `limit` (default 100, at most 1000), checked here."""
-    status, event_type = filters.get("status"), filters.get("type")
-    if status is not None and status not in STATUSES:
-        raise BadRequest(f"Invalid status {status!r}: give one of {', '.join(STATUSES)}.")
-    if event_type is not None and event_type not in EVENT_TYPES:
-        raise BadRequest(f"Invalid type {event_type!r}: give one of {', '.join(EVENT_TYPES)}.")
-    text = filters.get("limit", str(DEFAULT_LIMIT))
-    if not text.isdigit() or not 1 <= int(text) <= MAX_LIMIT:
-        raise BadRequest(f"Invalid limit {text!r}: give a whole number from 1 to {MAX_LIMIT}.")
-    return delivery.list_deliveries(session, SOURCE, deployment.id, status=status, event_type=event_type,
-                                    limit=int(text))
+    """The deployment's events, newest first, with every delivery attempt; filtered as
+    `delivery.read_filters` says."""
+    return delivery.list_deliveries(session, SOURCE, deployment.id, *delivery.read_filters(filters, EVENT_TYPES))
 
 
 def forget(session: Session, deployment: Deployment) -> None:

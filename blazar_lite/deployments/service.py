@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import secrets
 import uuid as uuidlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,10 +28,10 @@ from blazar_lite.instances import requests as instance_requests
 from blazar_lite.instances import service as instances
 from blazar_lite.instances.models import Instance
 from blazar_lite.placement.backend import EmbeddedPlacement, PlacementBackend
+from blazar_lite.webhooks import signing
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 DEPLOYMENT_FIELDS = frozenset({"name", "description", "config", "governor_webhook_url", "governor_webhook_secret"})
-SECRET_LENGTHS = (16, 128)
 SHAPE_FIELDS = frozenset({"name", "description", "config", "instance_template", "scaling_minimum",
                           "scaling_maximum"})
 # What a template may say: the size, the reservation. The name comes with each launch, and
@@ -97,21 +96,11 @@ def _config(value: object) -> dict[str, str]:
 def _webhook(value: object) -> str | None:
     if value is None or value == "":
         return None
-    if not isinstance(value, str) or not re.match(r"^https?://[^\s/]+", value):
-        raise BadRequest(f"Invalid governor_webhook_url {value!r}: give an http:// or https:// URL, or null.")
-    return value
+    return signing.read_url(value, "governor_webhook_url")
 
 
 def _secret(value: object) -> str:
-    """A webhook secret the caller chose, or a new random one when they chose none."""
-    if value is None:
-        return secrets.token_hex(32)
-    shortest, longest = SECRET_LENGTHS
-    if not isinstance(value, str) or not shortest <= len(value) <= longest or not value.isprintable() \
-            or any(c.isspace() for c in value):
-        raise BadRequest(f"Invalid governor_webhook_secret: give {shortest} to {longest} printable characters "
-                         "without spaces, or leave it out for a random one.")
-    return value
+    return signing.read_secret(value, "governor_webhook_secret")
 
 
 def _bound(body: Mapping[str, Any], field: str) -> int:

@@ -22,7 +22,7 @@ from blazar_lite.exceptions import Conflict, NotEnoughResources, NotFound
 from blazar_lite.hosts.models import Host
 from blazar_lite.instances import service
 from blazar_lite.instances.models import Instance, Relocation
-from blazar_lite.leases import update
+from blazar_lite.leases import history, update
 from blazar_lite.leases.models import ACTIVE, PENDING, Lease, Reservation, ReservationBooking
 from blazar_lite.leases.service import DEFAULT_RULES, LeaseRules
 from blazar_lite.placement.backend import EmbeddedPlacement, PlacementBackend
@@ -57,9 +57,10 @@ def _lease_of(session: Session, reservation_id: str | None) -> Lease | None:
                           .where(Reservation.id == reservation_id).with_for_update())
 
 
-def _degrade(lease: Lease, why: str) -> None:
+def _degrade(session: Session, lease: Lease, why: str) -> None:
     lease.degraded = True
     lease.status_reason = why
+    history.record(session, lease, history.DEGRADED, why)
 
 
 def _record(session: Session, **fields: object) -> Relocation:
@@ -87,7 +88,7 @@ def _move_instances(session: Session, host: Host, reason: str, allocator: servic
         except (NotEnoughResources, Conflict) as exc:
             message = f"instance {instance.uuid} could not leave {host.hypervisor_hostname}: {exc.message}"
             if lease is not None:
-                _degrade(lease, message)
+                _degrade(session, lease, message)
             records.append(_record(session, host=host.hypervisor_hostname, reason=reason, subject_type="instance",
                                    subject_id=instance.uuid, lease_id=lease.id if lease else None,
                                    from_node=host.hypervisor_hostname, to_node=None, moved=False, message=message))
@@ -139,7 +140,7 @@ def _rebook(session: Session, host: Host, placement: PlacementBackend, rules: Le
             assert lease is not None
             message = (f"host {name} went down while lease {lease_id} was active: reservation(s) "
                        f"{', '.join(reservation_ids)} lost what they held there")
-            _degrade(lease, message)
+            _degrade(session, lease, message)
             for reservation_id in reservation_ids:
                 record(False, message, reservation_id)
             continue
@@ -151,7 +152,7 @@ def _rebook(session: Session, host: Host, placement: PlacementBackend, rules: Le
             lease = session.get(Lease, lease_id)
             assert lease is not None
             message = f"lease {lease_id} could not leave host {name}, which went down: {exc.message}"
-            _degrade(lease, message)
+            _degrade(session, lease, message)
             for reservation_id in reservation_ids:
                 record(False, message, reservation_id)
             continue

@@ -15,7 +15,7 @@ from marshmallow import INCLUDE, RAISE, Schema, fields
 
 from blazar_lite import web
 from blazar_lite.exceptions import NotFound
-from blazar_lite.leases import service, update
+from blazar_lite.leases import history, service, update
 from blazar_lite.leases.dates import format_date, format_timestamp
 
 blp = Blueprint("leases", __name__, description="Leases and their reservations (Blazar leases)")
@@ -241,3 +241,31 @@ def delete_lease(lease_id: str):  # type: ignore[no-untyped-def]
         _authorize(session, lease_id, "leases:delete")
         service.delete_lease(session, lease_id)
     return "", 204
+
+
+class HistoryEntrySchema(Schema):
+    event = fields.String(metadata={"description": "lease.created, lease.updated, lease.deleted, lease.started, "
+                                                   "lease.before_end, lease.ended, lease.error or lease.degraded."})
+    status = fields.String(metadata={"description": "The lease's status just after the event."})
+    message = fields.String()
+    detail = fields.Dict()
+    at = fields.String()
+
+
+class HistoryEnvelope(Schema):
+    history = fields.List(fields.Nested(HistoryEntrySchema))
+
+
+@blp.route("/leases/<string:lease_id>/history", methods=["GET"])
+@blp.alt_response(200, schema=HistoryEnvelope, description="What happened to the lease, oldest first.")
+def lease_history(lease_id: str):  # type: ignore[no-untyped-def]
+    """Every create, update, delete and scheduler event of a lease, oldest first; readable after
+    the lease is deleted."""
+    web.query_args(set())
+    context = web.caller()
+    web.enforce("leases:get", {"project_id": context.project_id})
+    sees_all = web.runtime().policy.allows("leases:get_all", context, {})
+    with web.runtime().db.read() as session:
+        entries = history.lease_history(session, lease_id, None if sees_all else context.project_id)
+    return {"history": [{"event": e.event, "status": e.status, "message": e.message, "detail": e.detail,
+                         "at": format_date(e.at)} for e in entries]}

@@ -141,3 +141,22 @@ class Event(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, onupdate=utcnow)
+
+
+class LeaseHistory(Base):
+    """What happened to a lease: created, updated, deleted, each scheduler event, errors and
+    degradation, in order. Kept after the lease is deleted (no foreign key), so that its end can
+    still be read."""
+
+    __tablename__ = "lease_history"
+    __table_args__ = {"sqlite_autoincrement": True}
+    id: Mapped[int] = mapped_column(primary_key=True)
+    lease_id: Mapped[str] = mapped_column(String(36), index=True)
+    project_id: Mapped[str] = mapped_column(String(255))
+    event: Mapped[str] = mapped_column(String(32))
+    # The lease's status just after the event.
+    status: Mapped[str] = mapped_column(String(16))
+    message: Mapped[str] = mapped_column(Text)
+    # A JSON object of what the event changed or reports.
+    detail: Mapped[str] = mapped_column(Text, default="{}")
+    at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

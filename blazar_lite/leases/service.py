@@ -27,8 +27,8 @@ from blazar_lite.exceptions import BadRequest, Conflict, NotEnoughResources, Not
 from blazar_lite.flavors import service as flavors
 from blazar_lite.hosts.models import ExtraCapability, Host
 from blazar_lite.hosts.reservations import HostReservation, register_source
-from blazar_lite.leases import availability, lifecycle
-from blazar_lite.leases.dates import as_utc, before_end_time, parse_before_end, validate_window
+from blazar_lite.leases import availability, history, lifecycle
+from blazar_lite.leases.dates import as_utc, before_end_time, describe_date, parse_before_end, validate_window
 from blazar_lite.leases.models import (
     ACTIVE,
     BEFORE_END_LEASE,
@@ -512,6 +512,9 @@ def create_lease(session: Session, context: RequestContext, body: Mapping[str, A
         # Only a concurrent create of the same name in the same project gets here.
         raise Conflict(f"A lease named {name} was created in your project by another request at the same "
                        "time; choose another name.") from None
+    history.record(session, lease, history.CREATED,
+                   f"Lease {name} created for {describe_date(start)} to {describe_date(end)}.",
+                   {"reservations": [request.row.id for request, _ in decisions]})
     return _views(session, [lease])[0]
 
 
@@ -587,6 +590,7 @@ def delete_lease(session: Session, lease_id: str, placement: PlacementBackend | 
         _remove_reservation_flavor(session, placement, row)
     session.execute(delete(Event).where(Event.lease_id == lease.id))
     session.execute(delete(Reservation).where(Reservation.lease_id == lease.id))
+    history.record(session, lease, history.DELETED, f"Lease {lease.name} deleted while {lease.status}.")
     session.delete(lease)
     session.flush()
 

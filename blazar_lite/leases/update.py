@@ -29,7 +29,7 @@ from blazar_lite.db import utcnow
 from blazar_lite.exceptions import BadRequest, Conflict, NotEnoughResources
 from blazar_lite.flavors import service as flavors
 from blazar_lite.hosts.models import Host
-from blazar_lite.leases import availability, lifecycle
+from blazar_lite.leases import availability, history, lifecycle
 from blazar_lite.leases.dates import (
     TERMINATED_LEASE_CHANGE,
     as_utc,
@@ -367,6 +367,8 @@ def update_lease(session: Session, lease_id: str, body: Mapping[str, Any], *, no
         changed = _move_events(session, lease, events, rules.minutes_before_end) or changed
     if changed:
         lease.updated_at = utcnow()
+        history.record(session, lease, history.UPDATED, f"Lease {lease.name} updated.",
+                       {"fields": sorted(field for field in _LEASE_FIELDS if field in body)})
     try:
         session.flush()
     except IntegrityError:

@@ -23,7 +23,8 @@ from blazar_lite.db import Database, utcnow
 from blazar_lite.db.maintenance import refresh_statistics
 from blazar_lite.deployments import events as governor_events
 from blazar_lite.exceptions import ConcurrentUpdate
-from blazar_lite.leases import lifecycle
+from blazar_lite.leases import history, lifecycle
+from blazar_lite.leases.dates import describe_date
 from blazar_lite.leases.models import (
     BEFORE_END_LEASE,
     DONE,
@@ -36,7 +37,7 @@ from blazar_lite.leases.models import (
 )
 from blazar_lite.scheduler.claims import Claim, claim_due_events, held, holds, next_due_time, worker_identity
 from blazar_lite.settings import Settings
-from blazar_lite.webhooks import delivery
+from blazar_lite.webhooks import delivery, subscriptions
 
 LOG = logging.getLogger(__name__)
 
@@ -110,17 +111,32 @@ def _nothing(_session: Session) -> None:
     return None
 
 
+# Each event's own transaction also records it in the lease's history (and so for the project's
+# webhooks) and tells the governors of the shapes that use the lease.
+
 def _before_end(session: Session, lease_id: str) -> None:
     lifecycle.before_end_lease(session, lease_id)
-    # Governors of shapes in the lease are asked to scale down, in the event's own transaction.
+    lease = session.get(Lease, lease_id)
+    if lease is not None:
+        history.record(session, lease, history.BEFORE_END,
+                       f"Lease {lease.name} ends at {describe_date(lease.end_date)}.")
     governor_events.lease_ending(session, lease_id)
 
 
 def _start(session: Session, lease_id: str) -> bool:
     started = lifecycle.start_lease(session, lease_id)
-    if started:
+    lease = session.get(Lease, lease_id)
+    if started and lease is not None:
+        history.record(session, lease, history.STARTED, f"Lease {lease.name} started.")
         governor_events.lease_started(session, lease_id)
     return started
+
+
+def _end(session: Session, lease_id: str) -> None:
+    lifecycle.end_lease(session, lease_id)
+    lease = session.get(Lease, lease_id)
+    if lease is not None:
+        history.record(session, lease, history.ENDED, f"Lease {lease.name} ended.")
 
 
 def _steps(event_type: str) -> tuple[Callable[[Session, str], bool], Callable[..., object]]:
@@ -128,7 +144,7 @@ def _steps(event_type: str) -> tuple[Callable[[Session, str], bool], Callable[..
     if event_type == START_LEASE:
         return lifecycle.mark_starting, _start
     if event_type == END_LEASE:
-        return lifecycle.mark_terminating, lifecycle.end_lease
+        return lifecycle.mark_terminating, _end
     raise ValueError(f"unknown event type {event_type!r}")
 
 
@@ -204,6 +220,7 @@ def _fail(database: Database, claim: Claim, worker_id: str, reason: str) -> None
         if lease is not None:
             lease.status = ERROR
             lease.status_reason = f"{claim.event_type} failed: {reason}"
+            history.record(session, lease, history.ERROR, lease.status_reason, {"event": claim.event_type})
 
 
 def run_claim(database: Database, claim: Claim, worker_id: str, *, now: dt.datetime | None = None,
@@ -264,7 +281,8 @@ STATISTICS_INTERVAL = 3600
 EVENTS_JOB = "lease-events"
 WEBHOOKS_JOB = "webhook-deliveries"
 # Who receives the events of each webhook source.
-RECEIVERS: dict[str, delivery.ReceiverLookup] = {governor_events.SOURCE: governor_events.receiver}
+RECEIVERS: dict[str, delivery.ReceiverLookup] = {governor_events.SOURCE: governor_events.receiver,
+                                                  subscriptions.SOURCE: subscriptions.receiver}
 # A pass brought forward to less than this after the current one ends could find the current one
 # still counted as running, and APScheduler would skip it.
 WAKE_MARGIN = dt.timedelta(milliseconds=100)

@@ -29,6 +29,7 @@ from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.orm import Session
 
 from blazar_lite.db import Database, utcnow
+from blazar_lite.exceptions import BadRequest
 from blazar_lite.webhooks.models import DELIVERED, FAILED, PENDING, SENDING, WebhookAttempt, WebhookDelivery
 from blazar_lite.webhooks.signing import signed_headers
 
@@ -41,6 +42,9 @@ MAX_RETRY_DELAY = dt.timedelta(hours=1)
 # What is kept of a receiver's answer to a failed attempt, for the event history.
 ANSWER_EXCERPT = 500
 BATCH = 20
+STATUSES = (PENDING, SENDING, DELIVERED, FAILED)
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
 
 
 @dataclass(frozen=True)
@@ -238,8 +242,22 @@ def deliver_due(database: Database, lookups: Mapping[str, ReceiverLookup], *, wo
             results.append(_attempt(database, claim, worker_id, lookups, send, policy, moment))
 
 
-def list_deliveries(session: Session, source: str, source_id: str, *, status: str | None = None,
-                    event_type: str | None = None, limit: int = 100) -> list[DeliveryView]:
+def read_filters(filters: Mapping[str, str], event_types: tuple[str, ...]) -> tuple[str | None, str | None, int]:
+    """(status, type, limit) from the query of an event history, each checked: status one of
+    the delivery statuses, type one of `event_types`, limit 1 to MAX_LIMIT (default 100)."""
+    status, event_type = filters.get("status"), filters.get("type")
+    if status is not None and status not in STATUSES:
+        raise BadRequest(f"Invalid status {status!r}: give one of {', '.join(STATUSES)}.")
+    if event_type is not None and event_type not in event_types:
+        raise BadRequest(f"Invalid type {event_type!r}: give one of {', '.join(event_types)}.")
+    text = filters.get("limit", str(DEFAULT_LIMIT))
+    if not text.isdigit() or not 1 <= int(text) <= MAX_LIMIT:
+        raise BadRequest(f"Invalid limit {text!r}: give a whole number from 1 to {MAX_LIMIT}.")
+    return status, event_type, int(text)
+
+
+def list_deliveries(session: Session, source: str, source_id: str, status: str | None = None,
+                    event_type: str | None = None, limit: int = DEFAULT_LIMIT) -> list[DeliveryView]:
     """A source's events, newest first, each with every attempt made to deliver it."""
     stmt = select(WebhookDelivery).where(WebhookDelivery.source == source, WebhookDelivery.source_id == source_id)
     if status is not None:

@@ -57,3 +57,19 @@ class WebhookAttempt(Base):
     # Empty when the receiver answered 2xx; else the error or the start of the receiver's answer.
     error: Mapped[str] = mapped_column(Text, default="")
     outcome: Mapped[str] = mapped_column(String(16))
+
+
+class Subscription(Base):
+    """A project's webhook: where its lease events go, the secret that signs them, and which
+    events it wants (all of them when `events` is empty)."""
+
+    __tablename__ = "webhook_subscriptions"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(255), index=True)
+    url: Mapped[str] = mapped_column(Text)
+    secret: Mapped[str] = mapped_column(String(128))
+    # A JSON list of event names.
+    events: Mapped[str] = mapped_column(Text, default="[]")
+    description: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, onupdate=utcnow)

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
+import secrets
 import time
 from collections.abc import Mapping
+
+from blazar_lite.exceptions import BadRequest
 
 SIGNATURE_HEADER = "X-Blazar-Lite-Signature"
 TIMESTAMP_HEADER = "X-Blazar-Lite-Timestamp"
@@ -49,3 +53,26 @@ def verify(secret: str, headers: Mapping[str, str], body: bytes, *, now: float |
     if abs(now - timestamp) > tolerance:
         return False
     return hmac.compare_digest(given, signature(secret, timestamp, body))
+
+
+SECRET_LENGTHS = (16, 128)
+_URL = re.compile(r"^https?://[^\s/]+")
+
+
+def read_secret(value: object, field: str) -> str:
+    """A signing secret the caller chose, or a new random one when they chose none."""
+    if value is None:
+        return secrets.token_hex(32)
+    shortest, longest = SECRET_LENGTHS
+    if not isinstance(value, str) or not shortest <= len(value) <= longest or not value.isprintable() \
+            or any(c.isspace() for c in value):
+        raise BadRequest(f"Invalid {field}: give {shortest} to {longest} printable characters without spaces, "
+                         "or leave it out for a random one.")
+    return value
+
+
+def read_url(value: object, field: str) -> str:
+    """A receiver's URL: http:// or https://, with a host."""
+    if not isinstance(value, str) or not _URL.match(value) or len(value) > 2048:
+        raise BadRequest(f"Invalid {field} {value!r}: give an http:// or https:// URL.")
+    return value
