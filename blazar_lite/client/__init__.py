@@ -6,14 +6,27 @@
     client.leases.create("lease-1", "now", "2030-01-02 00:00",
                          [{"resource_type": "physical:host", "min": 1, "max": 1}])
     client.instances.create("web-1", vcpus=2, memory_mb=2048, disk_gb=20)
+    client.deployments.create("shop")
+    client.shapes.create("shop", "web", instance_template={"vcpus": 1, "memory_mb": 512},
+                         scaling_minimum=1, scaling_maximum=4)
+    client.shape_instances.launch("shop", "web", "web-1")
+
+A governor holding a deployment key's private key calls the shape instance routes with tokens it
+signs, no Keystone login needed:
+
+    key = load_governor_key("governor.key", "gov")
+    GovernorClient(key, "shop", "http://127.0.0.1:1234/v1").shape_instances.launch("shop", "web", "web-2")
 
 Every failed request raises ClientError, whose `message` is the service's own.
 """
 
 from __future__ import annotations
 
+from blazar_lite.client.deployment_keys import DeploymentKeysClient
+from blazar_lite.client.deployments import DeploymentsClient, ShapeInstancesClient, ShapesClient
 from blazar_lite.client.filters import FiltersClient
 from blazar_lite.client.flavors import FlavorsClient
+from blazar_lite.client.governor import GovernorClient, GovernorKey, load_governor_key
 from blazar_lite.client.hosts import HostsClient
 from blazar_lite.client.http import ClientError, Credentials, V1Client, make_session
 from blazar_lite.client.instances import InstancesClient
@@ -33,7 +46,13 @@ class Client:
         self.instances = InstancesClient(self.api)
         self.filters = FiltersClient(self.api)
         self.config = ServerConfigClient(self.api)
+        self.deployments = DeploymentsClient(self.api)
+        self.shapes = ShapesClient(self.api)
+        self.deployment_keys = DeploymentKeysClient(self.api)
+        self.shape_instances = ShapeInstancesClient(self.api)
 
 
-__all__ = ["Client", "ClientError", "Credentials", "FiltersClient", "FlavorsClient", "HostsClient", "InstancesClient",
-           "LeasesClient", "ServerConfigClient", "V1Client", "make_session"]
+__all__ = ["Client", "ClientError", "Credentials", "DeploymentKeysClient", "DeploymentsClient", "FiltersClient",
+           "FlavorsClient", "GovernorClient", "GovernorKey", "HostsClient", "InstancesClient", "LeasesClient",
+           "ServerConfigClient", "ShapeInstancesClient", "ShapesClient", "V1Client", "load_governor_key",
+           "make_session"]

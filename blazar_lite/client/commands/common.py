@@ -39,16 +39,21 @@ _CONNECTION_OPTIONS = (
 _PREFIX = "os_"
 
 
-def with_client(command: Callable[..., None]) -> Callable[..., None]:
+def with_client(command: Callable[..., None], *,
+                make_client: Callable[[Credentials, dict[str, Any]], Any] | None = None) -> Callable[..., None]:
     """Give `command` the connection options and, as its first argument, a Client built from
-    them; a ClientError it raises is reported as its message on stderr with exit status 1."""
+    them; a ClientError it raises is reported as its message on stderr with exit status 1.
+
+    `make_client`, when given, builds the client instead, from the credentials and the command's
+    other arguments (it removes those that are its own options)."""
 
     @functools.wraps(command)
     def run(**kwargs: Any) -> None:
         credentials = Credentials(**{name.removeprefix(_PREFIX): kwargs.pop(name)
                                      for name in list(kwargs) if name.startswith(_PREFIX)})
         try:
-            command(Client(credentials), **kwargs)
+            client = make_client(credentials, kwargs) if make_client else Client(credentials)
+            command(client, **kwargs)
         except ClientError as exc:
             raise click.ClickException(str(exc)) from None
 

@@ -18,10 +18,12 @@ from werkzeug.serving import make_server
 
 from blazar_lite.cli import main
 from blazar_lite.client.commands.common import ENDPOINT_ENV
+from blazar_lite.client.commands.shape_instances import GOVERNOR_KEY_ENV, GOVERNOR_KEY_NAME_ENV
 
 # Variables the commands read; a developer's openrc must not reach the tests.
 CREDENTIAL_ENV = (ENDPOINT_ENV, "OS_TOKEN", "OS_AUTH_URL", "OS_USERNAME", "OS_PASSWORD", "OS_PROJECT_NAME",
-                  "OS_USER_DOMAIN_NAME", "OS_PROJECT_DOMAIN_NAME", "OS_REGION_NAME", "OS_INTERFACE")
+                  "OS_USER_DOMAIN_NAME", "OS_PROJECT_DOMAIN_NAME", "OS_REGION_NAME", "OS_INTERFACE",
+                  GOVERNOR_KEY_ENV, GOVERNOR_KEY_NAME_ENV)
 
 
 @contextlib.contextmanager
@@ -51,11 +53,12 @@ class Cli:
     def __init__(self, endpoint: str | None) -> None:
         self.endpoint = endpoint
 
-    def run(self, *args: str, env: dict[str, str] | None = None) -> Result:
+    def run(self, *args: str, env: dict[str, str] | None = None, input: str | None = None) -> Result:
+        """The command's result; `input` is what it reads on stdin."""
         environment: dict[str, str | None] = dict.fromkeys(CREDENTIAL_ENV)
         environment.update(env or {})
         full = [*args, "--os-endpoint", self.endpoint] if self.endpoint else list(args)
-        return CliRunner().invoke(main, full, env=environment)
+        return CliRunner().invoke(main, full, env=environment, input=input)
 
     def ok(self, *args: str, **kwargs: Any) -> str:
         """Run a command that must succeed; its standard output."""

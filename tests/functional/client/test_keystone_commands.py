@@ -12,6 +12,7 @@ import pytest
 from keystonemiddleware.fixture import AuthTokenFixture
 
 from blazar_lite.app import create_app
+from tests.functional.instances.test_instances import compute_node
 
 KEYSTONE = "http://keystone.invalid:5000/v3"
 ADMIN_TOKEN = "admin-token"
@@ -84,3 +85,20 @@ def test_an_unreachable_keystone_exits_1_naming_it(make_cli: Any, unreachable_en
     message = make_cli(None).fails("host", "list", "--os-auth-url", auth_url, "--os-username", "alice",
                                    "--os-password", "secret", "--os-project-name", "demo")
     assert message == f"Cannot connect to {auth_url}/auth/tokens: Connection refused."
+
+
+def test_a_governor_needs_no_keystone_token(cli: Any, make_cli: Any, placement: Any, tmp_path: Any) -> None:
+    compute_node(placement, "a")
+    cli.json("deployment", "create", "shop", "--os-token", MEMBER_TOKEN)
+    cli.json("deployment", "shape", "create", "shop", "web", "--vcpus", "1", "--memory-mb", "512", "--min", "0",
+             "--max", "1", "--os-token", MEMBER_TOKEN)
+    key_file = tmp_path / "gov.key"
+    certificate = make_cli(None).ok("deployment", "key", "generate", "--out", str(key_file))
+    result = cli.run("deployment", "key", "create", "shop", "gov", "--role", "admin", "--certificate", "-",
+                     "--os-token", MEMBER_TOKEN, input=certificate)
+    assert result.exit_code == 0, result.stderr
+    launched = cli.json("deployment", "shape", "instance", "launch", "shop", "web", "web-1",
+                        "--governor-key", str(key_file), "--key-name", "gov")
+    assert (launched["project_id"], launched["user_id"]) == ("p-alice", "governor:gov")
+    assert cli.fails("deployment", "shape", "instance", "list", "shop", "web") == (
+        "Authentication required: send a valid Keystone token in X-Auth-Token. (HTTP 401)")
