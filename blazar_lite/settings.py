@@ -104,6 +104,30 @@ OPTIONS: tuple[Option, ...] = (
     Option("webhooks", "retry_delay", int, 10,
            "Seconds before a failed webhook event is sent again; the wait doubles after each failure, up to "
            "an hour.", minimum=1),
+    Option("enforcement", "max_lease_duration", int, 0,
+           "Minutes a lease may last at most; 0 for no limit.", minimum=0),
+    Option("enforcement", "exempt_projects", str, "",
+           "Projects (ids separated by commas) held to none of the [enforcement] limits; the external "
+           "service is asked about them all the same."),
+    Option("enforcement", "max_hosts_per_lease", int, 0, "Hosts a lease may hold; 0 for no limit.", minimum=0),
+    Option("enforcement", "max_slots_per_lease", int, 0,
+           "Instance slots a lease may hold; 0 for no limit.", minimum=0),
+    Option("enforcement", "max_hosts_per_project", int, 0,
+           "Hosts a project's leases may hold at any one instant; 0 for no limit.", minimum=0),
+    Option("enforcement", "max_slots_per_project", int, 0,
+           "Instance slots a project's leases may hold at any one instant; 0 for no limit.", minimum=0),
+    Option("enforcement", "extension_window", int, 0,
+           "Hours before its end within which a lease's end may be moved later; 0 for any time.", minimum=0),
+    Option("enforcement", "external_service_url", str, "",
+           "Base URL of a lease policy service, POSTed <url>/check-create and <url>/check-update before a lease "
+           "is created or changed (2xx allows, 403 denies) and <url>/on-end when one ends; empty for none."),
+    Option("enforcement", "external_service_timeout", int, 5,
+           "Seconds the lease policy service may take to answer.", minimum=1, maximum=60),
+    Option("enforcement", "external_service_failure", str, "deny",
+           "When the lease policy service cannot be asked: deny (the request is a 503) or allow.",
+           ("deny", "allow")),
+    Option("enforcement", "external_service_secret", str, "",
+           "Signs the requests to the lease policy service as webhooks are signed; empty for unsigned."),
     Option("leases", "cleaning_time", int, 0,
            "Minutes a host stays idle after each booking ends before another may begin (to wipe or "
            "re-image it); 0 lets leases follow each other back to back.", minimum=0),
@@ -152,6 +176,17 @@ class Settings:
     webhooks_timeout: int = 5
     webhooks_max_attempts: int = 8
     webhooks_retry_delay: int = 10
+    enforcement_max_lease_duration: int = 0
+    enforcement_exempt_projects: str = ""
+    enforcement_max_hosts_per_lease: int = 0
+    enforcement_max_slots_per_lease: int = 0
+    enforcement_max_hosts_per_project: int = 0
+    enforcement_max_slots_per_project: int = 0
+    enforcement_extension_window: int = 0
+    enforcement_external_service_url: str = ""
+    enforcement_external_service_timeout: int = 5
+    enforcement_external_service_failure: str = "deny"
+    enforcement_external_service_secret: str = ""
     leases_cleaning_time: int = 0
     instances_allocator: str = "fewest-instances"
     instances_iallocator_search_path: str = ""

@@ -1,5 +1,6 @@
 """A local HTTP server that records the webhook POSTs it receives and answers each with the
-next status of a script (200 once the script runs out): the receiver end of webhook tests."""
+next answer of a script (a status, or a status and a body; 200 once the script runs out): the
+receiver end of webhook tests."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ class Received:
 class Receiver:
     def __init__(self) -> None:
         self.received: list[Received] = []
-        self.answers: list[int] = []
+        self.answers: list[int | tuple[int, bytes]] = []
         self.delay = 0.0
         self._lock = threading.Lock()
         receiver = self
@@ -34,11 +35,12 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 with receiver._lock:
                     receiver.received.append(Received(self.path, dict(self.headers.items()), body))
-                    status = receiver.answers.pop(0) if receiver.answers else 200
+                    scripted = receiver.answers.pop(0) if receiver.answers else 200
+                status, answer = scripted if isinstance(scripted, tuple) else (
+                    scripted, b"ok" if scripted < 300 else b"receiver says no")
                 if receiver.delay:
                     threading.Event().wait(receiver.delay)
                 self.send_response(status)
-                answer = b"ok" if status < 300 else b"receiver says no"
                 self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
                 self.wfile.write(answer)

@@ -9,6 +9,7 @@ it is in one) is flagged `degraded` with the reason. Every move and every failur
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from blazar_lite.exceptions import Conflict, NotEnoughResources, NotFound
 from blazar_lite.hosts.models import Host
 from blazar_lite.instances import service
 from blazar_lite.instances.models import Instance, Relocation
-from blazar_lite.leases import history, update
+from blazar_lite.leases import enforcement, history, update
 from blazar_lite.leases.models import ACTIVE, PENDING, Lease, Reservation, ReservationBooking
 from blazar_lite.leases.service import DEFAULT_RULES, LeaseRules
 from blazar_lite.placement.backend import EmbeddedPlacement, PlacementBackend
@@ -146,8 +147,9 @@ def _rebook(session: Session, host: Host, placement: PlacementBackend, rules: Le
             continue
         try:
             with session.begin_nested():
+                # Moving a lease off a failed host is the service's doing: no quota may refuse it.
                 update.update_lease(session, lease_id, {"reservations": [{"id": r} for r in reservation_ids]},
-                                    placement=placement, rules=rules)
+                                    placement=placement, rules=dataclasses.replace(rules, usage=enforcement.NO_LIMITS))
         except (NotEnoughResources, Conflict) as exc:
             lease = session.get(Lease, lease_id)
             assert lease is not None

@@ -15,7 +15,7 @@ from marshmallow import INCLUDE, RAISE, Schema, fields
 
 from blazar_lite import web
 from blazar_lite.exceptions import NotFound
-from blazar_lite.leases import history, service, update
+from blazar_lite.leases import enforcement, history, service, update
 from blazar_lite.leases.dates import format_date, format_timestamp
 
 blp = Blueprint("leases", __name__, description="Leases and their reservations (Blazar leases)")
@@ -162,11 +162,12 @@ def lease_body(view: service.LeaseView) -> dict[str, Any]:
 
 
 def lease_rules() -> service.LeaseRules:
-    """The operator's lease settings: when before_end_lease fires unless the lease says, and the
-    idle gap between two bookings of a host."""
+    """The operator's lease settings: when before_end_lease fires unless the lease says, the
+    idle gap between two bookings of a host, and the usage limits."""
     settings = web.runtime().settings
     return service.LeaseRules(minutes_before_end=settings.scheduler_minutes_before_end_lease,
-                              cleaning_time=dt.timedelta(minutes=settings.leases_cleaning_time))
+                              cleaning_time=dt.timedelta(minutes=settings.leases_cleaning_time),
+                              usage=enforcement.usage_rules(settings))
 
 
 def _authorize(session: Any, lease_id: str, rule: str) -> None:
@@ -205,8 +206,11 @@ def create_lease():  # type: ignore[no-untyped-def]
     context = web.caller()
     web.enforce("leases:post", {"project_id": context.project_id})
     data = web.json_body(LeaseCreate())
+    rules = lease_rules()
+    # Asked before the transaction opens, so that a slow policy service holds no lock.
+    enforcement.ask(rules.usage, "check-create", enforcement.lease_payload(data, context.user_id, context.project_id))
     with web.runtime().db.transaction() as session:
-        view = service.create_lease(session, context, data, rules=lease_rules())
+        view = service.create_lease(session, context, data, rules=rules)
     return {"lease": lease_body(view)}, 201
 
 
@@ -227,9 +231,16 @@ def update_lease(lease_id: str):  # type: ignore[no-untyped-def]
     """Rename a lease, move or resize its window, or change its reservations; capacity is re-checked
     without the lease's own bookings, and a refused update (4xx) leaves the lease as it was."""
     data = web.json_body(LeaseUpdate())
+    rules = lease_rules()
+    if rules.usage.external_service_url:
+        with web.runtime().db.read() as session:
+            _authorize(session, lease_id, "leases:put")
+            current = lease_body(service.get_lease(session, lease_id))
+        payload = enforcement.lease_payload(data, web.caller().user_id, current["project_id"])
+        enforcement.ask(rules.usage, "check-update", {**payload, "current_lease": current})
     with web.runtime().db.transaction() as session:
         _authorize(session, lease_id, "leases:put")
-        view = update.update_lease(session, lease_id, data, rules=lease_rules())
+        view = update.update_lease(session, lease_id, data, rules=rules)
     return {"lease": lease_body(view)}
 
 

@@ -27,7 +27,7 @@ from blazar_lite.exceptions import BadRequest, Conflict, NotEnoughResources, Not
 from blazar_lite.flavors import service as flavors
 from blazar_lite.hosts.models import ExtraCapability, Host
 from blazar_lite.hosts.reservations import HostReservation, register_source
-from blazar_lite.leases import availability, history, lifecycle
+from blazar_lite.leases import availability, enforcement, history, lifecycle
 from blazar_lite.leases.dates import as_utc, before_end_time, describe_date, parse_before_end, validate_window
 from blazar_lite.leases.models import (
     ACTIVE,
@@ -63,6 +63,7 @@ class LeaseRules:
 
     minutes_before_end: int = DEFAULT_MINUTES_BEFORE_END
     cleaning_time: dt.timedelta = availability.NO_CLEANING
+    usage: enforcement.UsageRules = enforcement.NO_LIMITS
 
 
 DEFAULT_RULES = LeaseRules()
@@ -512,6 +513,7 @@ def create_lease(session: Session, context: RequestContext, body: Mapping[str, A
         # Only a concurrent create of the same name in the same project gets here.
         raise Conflict(f"A lease named {name} was created in your project by another request at the same "
                        "time; choose another name.") from None
+    enforcement.check_lease(session, rules.usage, lease, now=now)
     history.record(session, lease, history.CREATED,
                    f"Lease {name} created for {describe_date(start)} to {describe_date(end)}.",
                    {"reservations": [request.row.id for request, _ in decisions]})

@@ -29,7 +29,7 @@ from blazar_lite.db import utcnow
 from blazar_lite.exceptions import BadRequest, Conflict, NotEnoughResources
 from blazar_lite.flavors import service as flavors
 from blazar_lite.hosts.models import Host
-from blazar_lite.leases import availability, history, lifecycle
+from blazar_lite.leases import availability, enforcement, history, lifecycle
 from blazar_lite.leases.dates import (
     TERMINATED_LEASE_CHANGE,
     as_utc,
@@ -323,6 +323,7 @@ def update_lease(session: Session, lease_id: str, body: Mapping[str, Any], *, no
     events = list(session.scalars(select(Event).where(Event.lease_id == lease_id).order_by(Event.id)
                                   .with_for_update()))
     lease = _lease(session, lease_id, lock=True)
+    previous_end = lease.end_date
     running = [event.event_type for event in events if event.status == IN_PROGRESS]
     if lease.status in TRANSITIONAL or running:
         doing = lease.status if lease.status in TRANSITIONAL else f"running {', '.join(running)}"
@@ -367,6 +368,7 @@ def update_lease(session: Session, lease_id: str, body: Mapping[str, Any], *, no
         changed = _move_events(session, lease, events, rules.minutes_before_end) or changed
     if changed:
         lease.updated_at = utcnow()
+        enforcement.check_lease(session, rules.usage, lease, previous_end=previous_end, now=now)
         history.record(session, lease, history.UPDATED, f"Lease {lease.name} updated.",
                        {"fields": sorted(field for field in _LEASE_FIELDS if field in body)})
     try:

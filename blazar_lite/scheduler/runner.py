@@ -23,7 +23,7 @@ from blazar_lite.db import Database, utcnow
 from blazar_lite.db.maintenance import refresh_statistics
 from blazar_lite.deployments import events as governor_events
 from blazar_lite.exceptions import ConcurrentUpdate
-from blazar_lite.leases import history, lifecycle
+from blazar_lite.leases import enforcement, history, lifecycle
 from blazar_lite.leases.dates import describe_date
 from blazar_lite.leases.models import (
     BEFORE_END_LEASE,
@@ -148,9 +148,11 @@ def _steps(event_type: str) -> tuple[Callable[[Session, str], bool], Callable[..
     raise ValueError(f"unknown event type {event_type!r}")
 
 
-def _run(database: Database, claim: Claim, worker_id: str, marked: bool | None = None) -> bool:
+def _run(database: Database, claim: Claim, worker_id: str, marked: bool | None = None,
+         usage: enforcement.UsageRules = enforcement.NO_LIMITS) -> bool:
     """Run one claimed event to DONE; False when the claim was lost on the way. `marked` is what
-    marking the lease returned when `mark_claimed` did it already (None: not done yet)."""
+    marking the lease returned when `mark_claimed` did it already (None: not done yet); `usage`
+    says whether a lease policy service hears of each end."""
     lease_id = claim.lease_id
     if claim.event_type == BEFORE_END_LEASE:
         return _step(database, claim, worker_id, lambda s: _before_end(s, lease_id), finish=True) is not _LOST
@@ -160,8 +162,13 @@ def _run(database: Database, claim: Claim, worker_id: str, marked: bool | None =
         marked = _step(database, claim, worker_id, lambda s: mark(s, lease_id), finish=False)
         if marked is _LOST:
             return False
-    action = (lambda s: act(s, lease_id)) if marked else _nothing
-    return _step(database, claim, worker_id, action, finish=True) is not _LOST
+    def action(session: Session) -> None:
+        act(session, lease_id)
+        lease = session.get(Lease, lease_id)
+        if claim.event_type == END_LEASE and lease is not None:
+            enforcement.queue_on_end(session, usage, lease)
+
+    return _step(database, claim, worker_id, action if marked else _nothing, finish=True) is not _LOST
 
 
 def mark_claimed(database: Database, claims: list[Claim], worker_id: str) -> dict[str, bool]:
@@ -224,8 +231,9 @@ def _fail(database: Database, claim: Claim, worker_id: str, reason: str) -> None
 
 
 def run_claim(database: Database, claim: Claim, worker_id: str, *, now: dt.datetime | None = None,
-              max_attempts: int = DEFAULT_MAX_ATTEMPTS, marked: bool | None = None) -> EventResult:
-    """Run one event this worker claimed, and record how it went (`marked`: see `_run`)."""
+              max_attempts: int = DEFAULT_MAX_ATTEMPTS, marked: bool | None = None,
+              usage: enforcement.UsageRules = enforcement.NO_LIMITS) -> EventResult:
+    """Run one event this worker claimed, and record how it went (`marked`, `usage`: see `_run`)."""
     now = now or utcnow()
 
     def result(outcome: str, detail: str | None = None) -> EventResult:
@@ -236,7 +244,7 @@ def run_claim(database: Database, claim: Claim, worker_id: str, *, now: dt.datet
         _fail(database, claim, worker_id, reason)
         return result(FAILED, reason)
     try:
-        ran = _run(database, claim, worker_id, marked)
+        ran = _run(database, claim, worker_id, marked, usage)
     except lifecycle.LeaseGone:
         # The lease was deleted after the claim; its events went with it.
         return result(LOST, "lease deleted")
@@ -259,7 +267,7 @@ def run_claim(database: Database, claim: Claim, worker_id: str, *, now: dt.datet
 
 def run_due_events(database: Database, now: dt.datetime | None = None, worker_id: str | None = None, *,
                    claim_timeout: dt.timedelta = DEFAULT_CLAIM_TIMEOUT, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-                   batch_size: int = 20) -> list[EventResult]:
+                   batch_size: int = 20, usage: enforcement.UsageRules = enforcement.NO_LIMITS) -> list[EventResult]:
     """One scheduler pass: claim the events due at `now` (default: the current time), a batch at
     a time, and run each, until none is left. Returns what happened to each, in running order."""
     worker_id = worker_id or worker_identity()
@@ -273,7 +281,7 @@ def run_due_events(database: Database, now: dt.datetime | None = None, worker_id
         marked = mark_claimed(database, [claim for claim in claims if claim.attempts <= max_attempts], worker_id)
         for claim in claims:
             results.append(run_claim(database, claim, worker_id, now=moment, max_attempts=max_attempts,
-                                     marked=marked.get(claim.event_id)))
+                                     marked=marked.get(claim.event_id), usage=usage))
 
 
 # Seconds between two refreshes of the database's planner statistics (SQLite only).
@@ -316,7 +324,9 @@ class LeaseScheduler:
                                          max_attempts=self.settings.webhooks_max_attempts,
                                          retry_delay=dt.timedelta(seconds=self.settings.webhooks_retry_delay))
         try:
-            return delivery.deliver_due(self.database, RECEIVERS, worker_id=self.worker_id, policy=policy)
+            receivers = {**RECEIVERS, enforcement.SOURCE: enforcement.on_end_receiver(
+                enforcement.usage_rules(self.settings))}
+            return delivery.deliver_due(self.database, receivers, worker_id=self.worker_id, policy=policy)
         except Exception:
             LOG.exception("webhook delivery pass failed; the next one tries again")
             return []
@@ -334,7 +344,8 @@ class LeaseScheduler:
         try:
             results = run_due_events(self.database, worker_id=self.worker_id,
                                      claim_timeout=dt.timedelta(seconds=self.settings.scheduler_claim_timeout),
-                                     max_attempts=self.settings.scheduler_max_attempts)
+                                     max_attempts=self.settings.scheduler_max_attempts,
+                                     usage=enforcement.usage_rules(self.settings))
         except Exception:
             LOG.exception("scheduler pass failed; the next one tries again")
             return []
