@@ -52,6 +52,9 @@ class LeaseCreate(Schema):
     end_date = fields.String(allow_none=True)
     before_end_date = fields.String(allow_none=True, metadata={
         "description": "When before_end_lease fires (default: an hour before the end)."})
+    before_end_notifications = fields.Raw(allow_none=True, metadata={
+        "description": 'More notices that the end is near, as offsets before it: ["24h", "1h"] (m, h or d, or '
+                       "minutes). Each is a lease.before_end entry in the history, sent to the project's webhooks."})
     reservations = fields.List(fields.Nested(LeaseReservationCreate), allow_none=True)
     events = fields.List(fields.Raw(), metadata={"description": "Ignored; events follow from the dates."})
 
@@ -86,6 +89,8 @@ class LeaseUpdate(Schema):
     end_date = fields.String(metadata={"description": "A new end, later than now and the start."})
     before_end_date = fields.String(allow_none=True, metadata={
         "description": "When before_end_lease fires; null or empty for the default."})
+    before_end_notifications = fields.Raw(allow_none=True, metadata={
+        "description": 'The offsets of the before-end notices, e.g. ["24h", "1h"]; [] or null for none.'})
     reservations = fields.List(fields.Nested(LeaseReservationUpdate))
     events = fields.List(fields.Raw(), metadata={"description": "Ignored; events follow from the dates."})
 
@@ -121,6 +126,8 @@ class LeaseSchema(Schema):
     start_date = fields.String(metadata={"description": "YYYY-MM-DDTHH:MM:SS.ffffff"})
     end_date = fields.String()
     before_end_date = fields.String(allow_none=True)
+    before_end_notifications = fields.List(fields.String(), metadata={"description": "Offsets of the extra "
+                                                                                      "before-end notices."})
     status = fields.String()
     status_reason = fields.String(allow_none=True)
     degraded = fields.Boolean()
@@ -154,6 +161,7 @@ def lease_body(view: service.LeaseView) -> dict[str, Any]:
         "id": view.id, "name": view.name, "user_id": view.user_id, "project_id": view.project_id,
         "start_date": format_date(view.start_date), "end_date": format_date(view.end_date),
         "before_end_date": None if view.before_end_date is None else format_date(view.before_end_date),
+        "before_end_notifications": view.before_end_notifications,
         "status": view.status, "status_reason": view.status_reason, "degraded": view.degraded,
         "created_at": _timestamp(view.created_at), "updated_at": _timestamp(view.updated_at),
         "reservations": [_reservation_body(r) for r in view.reservations],

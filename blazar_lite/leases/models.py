@@ -59,6 +59,9 @@ class Lease(Base):
     status: Mapped[str] = mapped_column(String(16), default=PENDING)
     status_reason: Mapped[str | None] = mapped_column(Text)
     degraded: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Minutes before the end at which the project is told the lease is ending (a JSON list,
+    # largest first), besides before_end_lease; see leases/notices.py.
+    before_end_notices: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, onupdate=utcnow)
 
@@ -160,3 +163,13 @@ class LeaseHistory(Base):
     # A JSON object of what the event changed or reports.
     detail: Mapped[str] = mapped_column(Text, default="{}")
     at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class LeaseNotice(Base):
+    """A before-end notice sent: its row is written with the notice, once per lease and offset,
+    so two schedulers never send the same notice twice."""
+
+    __tablename__ = "lease_notices"
+    lease_id: Mapped[str] = mapped_column(ForeignKey("leases.id", ondelete="CASCADE"), primary_key=True)
+    minutes_before_end: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sent_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

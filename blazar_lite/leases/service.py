@@ -27,7 +27,7 @@ from blazar_lite.exceptions import BadRequest, Conflict, NotEnoughResources, Not
 from blazar_lite.flavors import service as flavors
 from blazar_lite.hosts.models import ExtraCapability, Host
 from blazar_lite.hosts.reservations import HostReservation, register_source
-from blazar_lite.leases import availability, enforcement, history, lifecycle
+from blazar_lite.leases import availability, enforcement, history, lifecycle, notices
 from blazar_lite.leases.dates import as_utc, before_end_time, describe_date, parse_before_end, validate_window
 from blazar_lite.leases.models import (
     ACTIVE,
@@ -115,6 +115,8 @@ class LeaseView:
     updated_at: dt.datetime | None
     reservations: list[ReservationView] = field(default_factory=list)
     events: list[EventView] = field(default_factory=list)
+    # Offsets before the end of the extra before-end notices ("24h", "90m"), largest first.
+    before_end_notifications: list[str] = field(default_factory=list)
 
 
 def resource_class_of(reservation_id: str) -> str:
@@ -471,13 +473,15 @@ def create_lease(session: Session, context: RequestContext, body: Mapping[str, A
     name = _name(body.get("name"))
     start, end = validate_window(body.get("start_date"), body.get("end_date"), now)
     before_end = parse_before_end(body.get("before_end_date"), start, end, now)
+    offsets = notices.parse_offsets(body.get(notices.FIELD))
     requests = _requests(session, body.get("reservations"), context.project_id)
     taken = session.scalar(select(Lease.id).where(Lease.project_id == context.project_id, Lease.name == name))
     if taken is not None:
         raise Conflict(f"A lease named {name} already exists in your project ({taken}); choose another name.")
 
     lease = Lease(id=str(uuidlib.uuid4()), name=name, user_id=context.user_id, project_id=context.project_id,
-                  start_date=start, end_date=end, before_end_date=before_end, status=PENDING, degraded=False)
+                  start_date=start, end_date=end, before_end_date=before_end, status=PENDING, degraded=False,
+                  before_end_notices=notices.stored(offsets))
     window = availability.Window(start, end)
     filtered = any(not request.predicate.is_empty for request in requests)
     decisions = []
@@ -627,7 +631,8 @@ def _views(session: Session, leases: Sequence[Lease]) -> list[LeaseView]:
                 event.id, event.lease_id, event.event_type, event.time, event.status))
     return [LeaseView(lease.id, lease.name, lease.user_id, lease.project_id, lease.start_date, lease.end_date,
                       lease.before_end_date, lease.status, lease.status_reason, lease.degraded, lease.created_at,
-                      lease.updated_at, reservations.get(lease.id, []), events.get(lease.id, []))
+                      lease.updated_at, reservations.get(lease.id, []), events.get(lease.id, []),
+                      [notices.describe_offset(m) for m in notices.offsets_of(lease)])
             for lease in leases]
 
 

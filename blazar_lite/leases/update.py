@@ -29,7 +29,7 @@ from blazar_lite.db import utcnow
 from blazar_lite.exceptions import BadRequest, Conflict, NotEnoughResources
 from blazar_lite.flavors import service as flavors
 from blazar_lite.hosts.models import Host
-from blazar_lite.leases import availability, enforcement, history, lifecycle
+from blazar_lite.leases import availability, enforcement, history, lifecycle, notices
 from blazar_lite.leases.dates import (
     TERMINATED_LEASE_CHANGE,
     as_utc,
@@ -87,7 +87,7 @@ CHANGEABLE = {
 }
 _COLUMNS = ("min", "max", "hypervisor_properties", "resource_properties", "before_end", "vcpus", "memory_mb",
             "disk_gb", "amount", "affinity")
-_LEASE_FIELDS = ("name", "start_date", "end_date", "before_end_date", "reservations")
+_LEASE_FIELDS = ("name", "start_date", "end_date", "before_end_date", notices.FIELD, "reservations")
 
 @dataclass
 class _Decision:
@@ -362,6 +362,13 @@ def update_lease(session: Session, lease_id: str, body: Mapping[str, Any], *, no
     if window_moved or before_end != lease.before_end_date:
         lease.start_date, lease.end_date, lease.before_end_date = start, end, before_end
         changed = True
+    if notices.FIELD in body:
+        offsets = notices.stored(notices.parse_offsets(body[notices.FIELD]))
+        if offsets != lease.before_end_notices:
+            lease.before_end_notices = offsets
+            changed = True
+    if window_moved:
+        notices.end_moved(session, lease, as_utc(now))
     for decision in decisions:
         changed = _write(session, placement, lease, decision) or changed
     if not terminated:

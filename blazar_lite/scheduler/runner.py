@@ -23,7 +23,7 @@ from blazar_lite.db import Database, utcnow
 from blazar_lite.db.maintenance import refresh_statistics
 from blazar_lite.deployments import events as governor_events
 from blazar_lite.exceptions import ConcurrentUpdate
-from blazar_lite.leases import enforcement, history, lifecycle
+from blazar_lite.leases import enforcement, history, lifecycle, notices
 from blazar_lite.leases.dates import describe_date
 from blazar_lite.leases.models import (
     BEFORE_END_LEASE,
@@ -346,6 +346,7 @@ class LeaseScheduler:
                                      claim_timeout=dt.timedelta(seconds=self.settings.scheduler_claim_timeout),
                                      max_attempts=self.settings.scheduler_max_attempts,
                                      usage=enforcement.usage_rules(self.settings))
+            notices.send_due(self.database, utcnow())
         except Exception:
             LOG.exception("scheduler pass failed; the next one tries again")
             return []

@@ -327,7 +327,8 @@ def test_an_unknown_lease_is_404(client: FlaskClient) -> None:
 # Bad bodies.
 
 @pytest.mark.parametrize(("body", "expected"), [
-    ({}, "No data to update: give any of name, start_date, end_date, before_end_date, reservations."),
+    ({}, "No data to update: give any of name, start_date, end_date, before_end_date, before_end_notifications, "
+         "reservations."),
     ({"colour": "red"}, "Invalid input for field 'colour': Unknown field."),
     ({"name": ""}, "Invalid input for field 'name': give the lease a non-empty name."),
     ({"reservations": [{"amount": 2}]},
