@@ -128,6 +128,11 @@ OPTIONS: tuple[Option, ...] = (
            ("deny", "allow")),
     Option("enforcement", "external_service_secret", str, "",
            "Signs the requests to the lease policy service as webhooks are signed; empty for unsigned."),
+    Option("leases", "idle_warning_minutes", int, 0,
+           "Minutes an active lease may go with no running instance in its reservations before it is warned "
+           "(a lease.idle entry in its history, sent to the project's webhooks); 0 never warns.", minimum=0),
+    Option("leases", "idle_end_minutes", int, 0,
+           "Minutes of idleness after which a warned lease is ended early; 0 never ends one.", minimum=0),
     Option("leases", "cleaning_time", int, 0,
            "Minutes a host stays idle after each booking ends before another may begin (to wipe or "
            "re-image it); 0 lets leases follow each other back to back.", minimum=0),
@@ -187,6 +192,8 @@ class Settings:
     enforcement_external_service_timeout: int = 5
     enforcement_external_service_failure: str = "deny"
     enforcement_external_service_secret: str = ""
+    leases_idle_warning_minutes: int = 0
+    leases_idle_end_minutes: int = 0
     leases_cleaning_time: int = 0
     instances_allocator: str = "fewest-instances"
     instances_iallocator_search_path: str = ""

@@ -26,6 +26,7 @@ from blazar_lite.deployments.models import MAX_NAME, Deployment, Shape
 from blazar_lite.exceptions import BadRequest, Conflict, NotEnoughResources, NotFound
 from blazar_lite.instances import requests as instance_requests
 from blazar_lite.instances import service as instances
+from blazar_lite.instances import usage as instances_usage
 from blazar_lite.instances.models import Instance
 from blazar_lite.placement.backend import EmbeddedPlacement, PlacementBackend
 from blazar_lite.webhooks import signing
@@ -252,6 +253,7 @@ def _remove_instances(session: Session, placement: PlacementBackend, shape_ids: 
     for instance in session.scalars(select(Instance).where(Instance.shape_id.in_(shape_ids))
                                     .order_by(Instance.uuid).with_for_update()):
         placement.release(instance.uuid)
+        instances_usage.track(session, instance, gone=True)
         session.delete(instance)
     session.flush()
 

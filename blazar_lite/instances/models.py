@@ -67,3 +67,19 @@ class Relocation(Base):
     moved: Mapped[bool] = mapped_column(Boolean)
     message: Mapped[str] = mapped_column(Text)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class SlotUse(Base):
+    """A span of time in which a real, running instance used a slot of a reservation (or, in a
+    host reservation, one of its hosts): opened when it starts using it, closed when it stops,
+    moves or goes. Leases' usage reports and the idle-lease policy read it."""
+
+    __tablename__ = "slot_uses"
+    __table_args__ = {"sqlite_autoincrement": True}
+    id: Mapped[int] = mapped_column(primary_key=True)
+    reservation_id: Mapped[str] = mapped_column(String(36), index=True)
+    lease_id: Mapped[str] = mapped_column(String(36), index=True)
+    instance_uuid: Mapped[str] = mapped_column(String(36), index=True)
+    node: Mapped[str | None] = mapped_column(String(255))
+    started_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    ended_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)

@@ -21,7 +21,7 @@ from blazar_lite.allocators.snapshot import EVACUATION, RELOCATION
 from blazar_lite.deployments import events as governor_events
 from blazar_lite.exceptions import Conflict, NotEnoughResources, NotFound
 from blazar_lite.hosts.models import Host
-from blazar_lite.instances import service
+from blazar_lite.instances import service, usage
 from blazar_lite.instances.models import Instance, Relocation
 from blazar_lite.leases import enforcement, history, update
 from blazar_lite.leases.models import ACTIVE, PENDING, Lease, Reservation, ReservationBooking
@@ -100,6 +100,7 @@ def _move_instances(session: Session, host: Host, reason: str, allocator: servic
                                from_node=host.hypervisor_hostname, to_node=instance.node, moved=True,
                                message=f"instance {instance.uuid} moved to {instance.node}"))
         moves.append(governor_events.Move(instance.uuid, True, instance.node, records[-1].message))
+        usage.track(session, instance)
     # A governor whose instances were on the host hears what became of them.
     governor_events.instances_moved(session, host.hypervisor_hostname, reason, moves)
     return records

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from blazar_lite.instances import usage
 from blazar_lite.instances.models import Instance
 from blazar_lite.placement.backend import PlacementBackend
 
@@ -22,6 +23,7 @@ def remove_reservation_instances(session: Session, placement: PlacementBackend,
                                 .order_by(Instance.uuid).with_for_update()).all()
     for instance in instances:
         placement.release(instance.uuid)
+        usage.track(session, instance, gone=True)
         session.delete(instance)
     session.flush()
     return [instance.uuid for instance in instances]

@@ -24,7 +24,7 @@ from blazar_lite.auth.context import RequestContext
 from blazar_lite.deployments.models import Deployment, Shape
 from blazar_lite.exceptions import BadRequest, Conflict, Forbidden, NotEnoughResources, NotFound
 from blazar_lite.flavors import service as flavors
-from blazar_lite.instances import requests, snapshot
+from blazar_lite.instances import requests, snapshot, usage
 from blazar_lite.instances.models import ACTIVE, FORTHCOMING, STOPPED, Instance
 from blazar_lite.leases.dates import describe_date
 from blazar_lite.leases.models import ACTIVE as LEASE_ACTIVE
@@ -408,6 +408,7 @@ def create_instance(session: Session, context: RequestContext, body: object, *,
     if resources or place.reservation is not None:
         place_instance(session, placement, instance, place, resources, allocator, target=target)
     _save(session, instance)
+    usage.track(session, instance, new=True)
     return _view(session, instance)
 
 
@@ -509,6 +510,7 @@ def delete_instance(session: Session, context: RequestContext, ref: str,
     if instance.shape_id is not None and not force:
         check_shape_may_shrink(session, instance.shape_id)
     placement.release(instance.uuid)
+    usage.track(session, instance, gone=True)
     session.delete(instance)
     session.flush()
 
@@ -598,6 +600,7 @@ def commit_instance(session: Session, context: RequestContext, ref: str, body: o
         raise BadRequest(f"Instance {instance.uuid} has no name: give one in the body ({{\"name\": …}}).")
     instance.forthcoming = False
     instance.status = ACTIVE
+    usage.track(session, instance)
     _flush_named(session, instance)
     return _view(session, instance)
 
@@ -643,6 +646,7 @@ def change_state(session: Session, context: RequestContext, ref: str, body: obje
     wanted = ACTIVE if action == "start" else STOPPED
     if instance.status != wanted:
         instance.status = wanted
+        usage.track(session, instance)
         session.flush()
     return _view(session, instance)
 

@@ -15,8 +15,10 @@ from marshmallow import INCLUDE, RAISE, Schema, fields
 
 from blazar_lite import web
 from blazar_lite.exceptions import NotFound
+from blazar_lite.instances import usage
 from blazar_lite.leases import enforcement, history, service, update
 from blazar_lite.leases.dates import format_date, format_timestamp
+from blazar_lite.leases.models import ACTIVE, Lease
 
 blp = Blueprint("leases", __name__, description="Leases and their reservations (Blazar leases)")
 
@@ -288,3 +290,36 @@ def lease_history(lease_id: str):  # type: ignore[no-untyped-def]
         entries = history.lease_history(session, lease_id, None if sees_all else context.project_id)
     return {"history": [{"event": e.event, "status": e.status, "message": e.message, "detail": e.detail,
                          "at": format_date(e.at)} for e in entries]}
+
+
+class ReservationUsageSchema(Schema):
+    reservation_id = fields.String()
+    resource_type = fields.String()
+    capacity = fields.Integer(metadata={"description": "Slots (instance reservations) or hosts reserved."})
+    reserved_hours = fields.Float(metadata={"description": "capacity × hours from the start until now (or the end)."})
+    used_hours = fields.Float(metadata={"description": "Slot-hours (or host-hours) used by running instances."})
+    used_fraction = fields.Float()
+    in_use_now = fields.Integer()
+
+
+class UsageEnvelope(Schema):
+    usage = fields.List(fields.Nested(ReservationUsageSchema))
+    idle_since = fields.String(allow_none=True, metadata={"description": "Since when nothing runs in the lease; "
+                                                                         "null while something does."})
+
+
+@blp.route("/leases/<string:lease_id>/usage", methods=["GET"])
+@blp.alt_response(200, schema=UsageEnvelope, description="Reserved against used, per reservation.")
+def lease_usage(lease_id: str):  # type: ignore[no-untyped-def]
+    """How much of its reserved capacity the lease used: per reservation, capacity-hours reserved
+    so far against those running instances used."""
+    web.query_args(set())
+    with web.runtime().db.read() as session:
+        _authorize(session, lease_id, "leases:get")
+        lease = session.get(Lease, lease_id)
+        report = usage.lease_usage(session, lease)
+        since = usage.idle_since(session, lease) if lease.status == ACTIVE else None
+    return {"usage": [{"reservation_id": r.reservation_id, "resource_type": r.resource_type, "capacity": r.capacity,
+                       "reserved_hours": r.reserved_hours, "used_hours": r.used_hours,
+                       "used_fraction": r.used_fraction, "in_use_now": r.in_use_now} for r in report],
+            "idle_since": format_date(since) if since is not None else None}

@@ -18,7 +18,7 @@ from blazar_lite.exceptions import NotFound
 from blazar_lite.leases.models import Lease, LeaseHistory
 from blazar_lite.webhooks import subscriptions
 
-CREATED, UPDATED, DELETED, STARTED, BEFORE_END, ENDED, ERROR, DEGRADED = subscriptions.LEASE_EVENTS
+CREATED, UPDATED, DELETED, STARTED, BEFORE_END, ENDED, ERROR, DEGRADED, IDLE = subscriptions.LEASE_EVENTS
 DATE = "%Y-%m-%dT%H:%M:%S.%f"
 
 

@@ -62,6 +62,8 @@ class Lease(Base):
     # Minutes before the end at which the project is told the lease is ending (a JSON list,
     # largest first), besides before_end_lease; see leases/notices.py.
     before_end_notices: Mapped[str | None] = mapped_column(Text)
+    # When the idle-lease policy last warned that the lease is idle (see leases/idle.py).
+    idle_warned_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, onupdate=utcnow)
 

@@ -23,7 +23,7 @@ from blazar_lite.db import Database, utcnow
 from blazar_lite.db.maintenance import refresh_statistics
 from blazar_lite.deployments import events as governor_events
 from blazar_lite.exceptions import ConcurrentUpdate
-from blazar_lite.leases import enforcement, history, lifecycle, notices
+from blazar_lite.leases import enforcement, history, idle, lifecycle, notices
 from blazar_lite.leases.dates import describe_date
 from blazar_lite.leases.models import (
     BEFORE_END_LEASE,
@@ -288,6 +288,8 @@ def run_due_events(database: Database, now: dt.datetime | None = None, worker_id
 STATISTICS_INTERVAL = 3600
 EVENTS_JOB = "lease-events"
 WEBHOOKS_JOB = "webhook-deliveries"
+# Idleness is counted in minutes: a look every minute is enough.
+IDLE_INTERVAL = 60
 # Who receives the events of each webhook source.
 RECEIVERS: dict[str, delivery.ReceiverLookup] = {governor_events.SOURCE: governor_events.receiver,
                                                   subscriptions.SOURCE: subscriptions.receiver}
@@ -314,9 +316,20 @@ class LeaseScheduler:
                                 coalesce=True, id=EVENTS_JOB, next_run_time=dt.datetime.now(dt.UTC))
         self._scheduler.add_job(self.refresh_statistics, "interval", seconds=STATISTICS_INTERVAL, max_instances=1,
                                 coalesce=True, id="statistics")
+        if idle.idle_rules(settings).active:
+            self._scheduler.add_job(self.apply_idle_policy, "interval", seconds=IDLE_INTERVAL, max_instances=1,
+                                    coalesce=True, id="idle-leases")
         # Webhooks go out in a job of their own: a slow receiver never holds up a lease's event.
         self._scheduler.add_job(self.deliver_webhooks, "interval", seconds=settings.webhooks_interval,
                                 max_instances=1, coalesce=True, id=WEBHOOKS_JOB)
+
+    def apply_idle_policy(self) -> list[tuple[str, str]]:
+        """Warn and end idle leases (a failure is logged); an ended one is ended by the next pass."""
+        try:
+            return idle.apply(self.database, idle.idle_rules(self.settings), utcnow())
+        except Exception:
+            LOG.exception("idle-lease pass failed; the next one tries again")
+            return []
 
     def deliver_webhooks(self) -> list[delivery.DeliveryResult]:
         """One delivery pass over the webhook events that are due (a failure is logged)."""

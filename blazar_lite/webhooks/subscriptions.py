@@ -22,7 +22,7 @@ from blazar_lite.webhooks.signing import read_secret, read_url
 SOURCE = "webhook"
 # Every event of a lease's life that a webhook may ask for.
 LEASE_EVENTS = ("lease.created", "lease.updated", "lease.deleted", "lease.started", "lease.before_end",
-                "lease.ended", "lease.error", "lease.degraded")
+                "lease.ended", "lease.error", "lease.degraded", "lease.idle")
 FIELDS = frozenset({"url", "secret", "events", "description"})
 MAX_PER_PROJECT = 20
 
