@@ -4,6 +4,7 @@ its JSON, the service's refusals as their messages, and the usage errors."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from flask.testing import FlaskClient
@@ -33,8 +34,9 @@ def make_webhook(cli: Any, *args: str, url: str = URL) -> dict:
     return cli.json("webhook", "create", "--url", url, "--secret", SECRET, *args)
 
 
-def deliver(database: Database) -> list:
-    return deliver_due(database, RECEIVERS, worker_id="test", policy=DeliveryPolicy(timeout=5))
+def deliver(database: Database, now: dt.datetime | None = None) -> list:
+    """Send the events due at `now` (default: now) to their receivers."""
+    return deliver_due(database, RECEIVERS, worker_id="test", now=now, policy=DeliveryPolicy(timeout=5))
 
 
 # Webhooks
