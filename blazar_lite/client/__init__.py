@@ -10,6 +10,8 @@
     client.shapes.create("shop", "web", instance_template={"vcpus": 1, "memory_mb": 512},
                          scaling_minimum=1, scaling_maximum=4)
     client.shape_instances.launch("shop", "web", "web-1")
+    client.webhooks.create("https://ops.example.org/hook", events=["lease.before_end", "lease.ended"])
+    client.leases.history("lease-1")
 
 A governor holding a deployment key's private key calls the shape instance routes with tokens it
 signs, no Keystone login needed:
@@ -32,6 +34,7 @@ from blazar_lite.client.http import ClientError, Credentials, V1Client, make_ses
 from blazar_lite.client.instances import InstancesClient
 from blazar_lite.client.leases import LeasesClient
 from blazar_lite.client.server_config import ServerConfigClient
+from blazar_lite.client.webhooks import WebhooksClient
 
 
 class Client:
@@ -50,9 +53,10 @@ class Client:
         self.shapes = ShapesClient(self.api)
         self.deployment_keys = DeploymentKeysClient(self.api)
         self.shape_instances = ShapeInstancesClient(self.api)
+        self.webhooks = WebhooksClient(self.api)
 
 
 __all__ = ["Client", "ClientError", "Credentials", "DeploymentKeysClient", "DeploymentsClient", "FiltersClient",
            "FlavorsClient", "GovernorClient", "GovernorKey", "HostsClient", "InstancesClient", "LeasesClient",
-           "ServerConfigClient", "ShapeInstancesClient", "ShapesClient", "V1Client", "load_governor_key",
-           "make_session"]
+           "ServerConfigClient", "ShapeInstancesClient", "ShapesClient", "V1Client", "WebhooksClient",
+           "load_governor_key", "make_session"]

@@ -42,6 +42,12 @@ def segment(value: object) -> str:
     return quote(str(value), safe="")
 
 
+def given(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields that are set: for a PATCH a field left out keeps its value, so only what the
+    caller gave is sent."""
+    return {key: value for key, value in fields.items() if value is not None}
+
+
 def with_query(path: str, params: Mapping[str, str | None]) -> str:
     """`path` with the query parameters that are set."""
     given = {key: value for key, value in params.items() if value is not None}

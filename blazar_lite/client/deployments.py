@@ -11,12 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from blazar_lite.client.base import Manager, segment, with_query
-
-
-def _given(fields: Mapping[str, Any]) -> dict[str, Any]:
-    # For a PATCH a field left out keeps its value, so only what the caller set is sent.
-    return {key: value for key, value in fields.items() if value is not None}
+from blazar_lite.client.base import Manager, given, segment, with_query
+from blazar_lite.client.webhooks import event_query
 
 
 def _force(force: bool) -> str | None:
@@ -35,23 +31,31 @@ class DeploymentsClient(Manager):
         return self.api.get(self._path(deployment, project_id))["deployment"]
 
     def create(self, name: str, *, description: str | None = None, config: Mapping[str, str] | None = None,
-               governor_webhook_url: str | None = None, project_id: str | None = None) -> dict[str, Any]:
-        """Create a deployment; config is an object of strings, the webhook an http(s) URL."""
-        body = _given({"name": name, "description": description, "config": config,
-                       "governor_webhook_url": governor_webhook_url})
+               governor_webhook_url: str | None = None, governor_webhook_secret: str | None = None,
+               project_id: str | None = None) -> dict[str, Any]:
+        """Create a deployment; config is an object of strings, the webhook an http(s) URL, its
+        secret 16 to 128 characters (random when left out)."""
+        body = given({"name": name, "description": description, "config": config,
+                       "governor_webhook_url": governor_webhook_url,
+                       "governor_webhook_secret": governor_webhook_secret})
         return self.api.post(with_query("/deployments", {"project_id": project_id}), body)["deployment"]
 
     def update(self, deployment: str, *, description: str | None = None, config: Mapping[str, str] | None = None,
-               governor_webhook_url: str | None = None, project_id: str | None = None) -> dict[str, Any]:
+               governor_webhook_url: str | None = None, governor_webhook_secret: str | None = None,
+               project_id: str | None = None) -> dict[str, Any]:
         """Change the fields given: config keys are merged into the deployment's (an empty value
         removes a key), an empty webhook URL removes the webhook. The updated deployment."""
-        body = _given({"description": description, "config": config, "governor_webhook_url": governor_webhook_url})
+        body = given({"description": description, "config": config, "governor_webhook_url": governor_webhook_url,
+                       "governor_webhook_secret": governor_webhook_secret})
         return self.api.patch(self._path(deployment, project_id), body)["deployment"]
 
     def replace(self, deployment: str, *, description: str | None = None, config: Mapping[str, str] | None = None,
-                governor_webhook_url: str | None = None, project_id: str | None = None) -> dict[str, Any]:
-        """Make description, config and webhook what is given; what is left out is emptied."""
-        body = _given({"description": description, "config": config, "governor_webhook_url": governor_webhook_url})
+                governor_webhook_url: str | None = None, governor_webhook_secret: str | None = None,
+                project_id: str | None = None) -> dict[str, Any]:
+        """Make description, config and webhook what is given; what is left out is emptied, except
+        the webhook's secret, which changes only when one is given."""
+        body = given({"description": description, "config": config, "governor_webhook_url": governor_webhook_url,
+                       "governor_webhook_secret": governor_webhook_secret})
         return self.api.put(self._path(deployment, project_id), body)["deployment"]
 
     def rename(self, deployment: str, new_name: str, project_id: str | None = None) -> dict[str, Any]:
@@ -61,6 +65,15 @@ class DeploymentsClient(Manager):
         """Delete the deployment and its shapes; one whose shapes have instances only with
         `force`, which deletes the instances first."""
         self.api.delete(self._path(deployment, project_id, force=_force(force)))
+
+    def events(self, deployment: str, *, status: str | None = None, event_type: str | None = None,
+               limit: int | None = None, project_id: str | None = None) -> list[dict[str, Any]]:
+        """The events sent (or to be sent) to the deployment's governor webhook, newest first,
+        each with every attempt; only those of `status` and `event_type`, at most `limit` (the
+        service's default: 100)."""
+        path = f"/deployments/{segment(deployment)}/events"
+        return self.api.get(with_query(path, {"project_id": project_id,
+                                              **event_query(status, event_type, limit)}))["events"]
 
 
 class ShapesClient(Manager):
@@ -83,7 +96,7 @@ class ShapesClient(Manager):
                project_id: str | None = None) -> dict[str, Any]:
         """Add a shape: its instance template (flavor_id, or vcpus/memory_mb/disk_gb, and
         optionally reservation_id) and the bounds its instance count stays within."""
-        body = _given({"name": name, "instance_template": dict(instance_template),
+        body = given({"name": name, "instance_template": dict(instance_template),
                        "scaling_minimum": scaling_minimum, "scaling_maximum": scaling_maximum,
                        "description": description, "config": config})
         return self.api.post(self._path(deployment, project_id=project_id), body)["shape"]
@@ -91,14 +104,14 @@ class ShapesClient(Manager):
     def update(self, deployment: str, shape: str, *, project_id: str | None = None, **fields: Any) -> dict[str, Any]:
         """Change the fields given (instance_template, scaling_minimum, scaling_maximum,
         description, config: merged, an empty value removing a key). The updated shape."""
-        return self.api.patch(self._path(deployment, shape, project_id), _given(fields))["shape"]
+        return self.api.patch(self._path(deployment, shape, project_id), given(fields))["shape"]
 
     def replace(self, deployment: str, shape: str, *, instance_template: Mapping[str, Any], scaling_minimum: int,
                 scaling_maximum: int, description: str | None = None, config: Mapping[str, str] | None = None,
                 project_id: str | None = None) -> dict[str, Any]:
         """Make every field but the name what is given (description and config left out are
         emptied). A new template applies to instances launched from now on."""
-        body = _given({"instance_template": dict(instance_template), "scaling_minimum": scaling_minimum,
+        body = given({"instance_template": dict(instance_template), "scaling_minimum": scaling_minimum,
                        "scaling_maximum": scaling_maximum, "description": description, "config": config})
         return self.api.put(self._path(deployment, shape, project_id), body)["shape"]
 

@@ -108,6 +108,12 @@ class LeasesClient(Manager):
             lease_id = self.id_of(lease)
         return self.api.put(f"/leases/{segment(lease_id)}", changes)["lease"]
 
+    def history(self, lease: str) -> list[dict[str, Any]]:
+        """What happened to the lease, oldest first: each event, the status it left the lease in,
+        a message and details. A deleted lease's history is reached by its uuid only (its name is
+        looked up among the leases that exist)."""
+        return self.api.get(f"/leases/{segment(self.id_of(lease))}/history")["history"]
+
     def delete(self, lease: str) -> None:
         """Delete the lease; what it holds goes back (refused while an event is changing it)."""
         self.api.delete(f"/leases/{segment(self.id_of(lease))}")

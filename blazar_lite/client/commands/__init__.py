@@ -11,8 +11,9 @@ from blazar_lite.client.commands.hosts import host
 from blazar_lite.client.commands.instances import instance
 from blazar_lite.client.commands.leases import lease
 from blazar_lite.client.commands.server_config import config, scriptlet
+from blazar_lite.client.commands.webhooks import webhook
 
-GROUPS = (host, flavor, lease, instance, config, scriptlet, deployment)
+GROUPS = (host, flavor, lease, instance, config, scriptlet, deployment, webhook)
 
 
 def add_client_commands(cli: click.Group) -> None:

@@ -130,3 +130,35 @@ def show_list(items: Sequence[Mapping[str, Any]], columns: Sequence[str], output
         print_json(list(items))
     else:
         click.echo(table(columns, ([item.get(column) for column in columns] for item in items)))
+
+
+EVENT_COLUMNS = ("id", "type", "status", "created_at", "attempts", "last_error")
+
+
+def show_events(events: Sequence[Mapping[str, Any]], output_format: str) -> None:
+    """An event history (a webhook's or a deployment's): a table with each event's number of
+    attempts and the last one's error, or the events as JSON with every attempt and the payload."""
+    if output_format == "json":
+        print_json(list(events))
+        return
+    rows = []
+    for event in events:
+        attempts = event.get("attempts") or []
+        rows.append([event.get("id"), event.get("type"), event.get("status"), event.get("created_at"),
+                     len(attempts), attempts[-1].get("error") if attempts else None])
+    click.echo(table(EVENT_COLUMNS, rows))
+
+
+def event_filter_options(types: Sequence[str]) -> Callable[[Any], Any]:
+    """--status, --type and --limit of an event history whose event types are `types`. The
+    service checks the values and says which it takes."""
+
+    def add(command: Any) -> Any:
+        command = click.option("--limit", type=int, help="At most this many events, newest first (the "
+                                                         "service's default: 100).")(command)
+        command = click.option("--type", "event_type", metavar="TYPE",
+                               help=f"Only events of this type: {', '.join(types)}.")(command)
+        return click.option("--status", help="Only events in this state: PENDING, SENDING, DELIVERED or "
+                                             "FAILED.")(command)
+
+    return add

@@ -12,6 +12,7 @@ import click
 
 from blazar_lite.client import Client
 from blazar_lite.client.commands.common import KEY_VALUE, output_option, show_list, show_one, with_client
+from blazar_lite.client.commands.deployment_events import deployment_event
 from blazar_lite.client.commands.deployment_keys import deployment_key
 from blazar_lite.client.commands.instances import size_fields, size_options
 from blazar_lite.client.commands.shape_instances import shape_instance
@@ -25,6 +26,9 @@ project_option = click.option("--project-id", help="Admins: the project the depl
 description_option = click.option("--description", help="Free text.")
 config_option = click.option("--config", "config", type=KEY_VALUE, multiple=True, metavar="KEY=VALUE",
                              help="A config key and its value (repeat for several).")
+webhook_secret_option = click.option(
+    "--webhook-secret", metavar="SECRET",
+    help="The key of the HMAC that signs each event for the governor: 16 to 128 characters without spaces.")
 force_option = click.option("--force", is_flag=True, help="Delete the instances too (otherwise refused while "
                                                           "there are any).")
 
@@ -65,14 +69,18 @@ def show_deployment(client: Client, deployment_name: str, project_id: str | None
 @description_option
 @config_option
 @click.option("--webhook-url", help="Where events for the governor are sent (http:// or https://).")
+@webhook_secret_option
 @project_option
 @output_option
 @with_client
 def create_deployment(client: Client, name: str, description: str | None, config: tuple[tuple[str, str], ...],
-                      webhook_url: str | None, project_id: str | None, output_format: str) -> None:
-    """Create the deployment NAME (unique in the project); add shapes with `deployment shape create`."""
+                      webhook_url: str | None, webhook_secret: str | None, project_id: str | None,
+                      output_format: str) -> None:
+    """Create the deployment NAME (unique in the project); add shapes with `deployment shape create`.
+    Without --webhook-secret the service picks a random secret, shown with the deployment."""
     created = client.deployments.create(name, description=description, config=_config(config),
-                                        governor_webhook_url=webhook_url, project_id=project_id)
+                                        governor_webhook_url=webhook_url, governor_webhook_secret=webhook_secret,
+                                        project_id=project_id)
     show_one(created, output_format)
 
 
@@ -82,16 +90,19 @@ def create_deployment(client: Client, name: str, description: str | None, config
 @click.option("--config", "config", type=KEY_VALUE, multiple=True, metavar="KEY=VALUE",
               help="Set a config key, others keeping theirs; KEY= (empty) removes KEY (repeat for several).")
 @click.option("--webhook-url", help="Where events for the governor are sent; \"\" removes the webhook.")
+@webhook_secret_option
 @project_option
 @output_option
 @with_client
 def set_deployment(client: Client, deployment_name: str, description: str | None, config: tuple[tuple[str, str], ...],
-                   webhook_url: str | None, project_id: str | None, output_format: str) -> None:
+                   webhook_url: str | None, webhook_secret: str | None, project_id: str | None,
+                   output_format: str) -> None:
     """Change what is given of a deployment; the rest keeps its value."""
-    if description is None and not config and webhook_url is None:
-        raise click.UsageError("Nothing to set: give --description, --config or --webhook-url.")
+    if description is None and not config and webhook_url is None and webhook_secret is None:
+        raise click.UsageError("Nothing to set: give --description, --config, --webhook-url or --webhook-secret.")
     updated = client.deployments.update(deployment_name, description=description, config=_config(config),
-                                        governor_webhook_url=webhook_url, project_id=project_id)
+                                        governor_webhook_url=webhook_url, governor_webhook_secret=webhook_secret,
+                                        project_id=project_id)
     show_one(updated, output_format)
 
 
@@ -100,16 +111,19 @@ def set_deployment(client: Client, deployment_name: str, description: str | None
 @description_option
 @config_option
 @click.option("--webhook-url", help="Where events for the governor are sent (http:// or https://).")
+@webhook_secret_option
 @project_option
 @output_option
 @with_client
 def replace_deployment(client: Client, deployment_name: str, description: str | None,
-                       config: tuple[tuple[str, str], ...], webhook_url: str | None, project_id: str | None,
-                       output_format: str) -> None:
-    """Make a deployment's description, config and webhook exactly what is given: what is left
-    out is emptied (the config is replaced whole, not merged)."""
+                       config: tuple[tuple[str, str], ...], webhook_url: str | None, webhook_secret: str | None,
+                       project_id: str | None, output_format: str) -> None:
+    """Make a deployment's description, config and webhook URL exactly what is given: what is left
+    out is emptied (the config is replaced whole, not merged). The webhook secret changes only
+    when --webhook-secret is given."""
     replaced = client.deployments.replace(deployment_name, description=description, config=dict(config),
-                                          governor_webhook_url=webhook_url, project_id=project_id)
+                                          governor_webhook_url=webhook_url, governor_webhook_secret=webhook_secret,
+                                          project_id=project_id)
     show_one(replaced, output_format)
 
 
@@ -145,6 +159,7 @@ def shape() -> None:
 
 shape.add_command(shape_instance)
 deployment.add_command(deployment_key)
+deployment.add_command(deployment_event)
 
 
 def template_options(command: Any) -> Any:

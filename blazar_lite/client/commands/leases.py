@@ -20,6 +20,7 @@ from blazar_lite.client.commands.lease_options import (
 )
 
 LEASE_COLUMNS = ("id", "name", "start_date", "end_date", "status")
+HISTORY_COLUMNS = ("event", "status", "at", "message")
 # The lease's own fields, in the order a person reads them; reservations and events follow.
 LEASE_FIELDS = ("id", "name", "status", "status_reason", "degraded", "start_date", "end_date", "before_end_date",
                 "project_id", "user_id", "created_at", "updated_at")
@@ -107,6 +108,16 @@ def list_leases(client: Client, project_id: str | None, output_format: str) -> N
 def show_lease(client: Client, lease_ref: str, output_format: str) -> None:
     """Show a lease with its reservations and events."""
     print_lease(client.leases.get(lease_ref), output_format)
+
+
+@lease.command("history")
+@lease_argument
+@output_option
+@with_client
+def lease_history(client: Client, lease_ref: str, output_format: str) -> None:
+    """What happened to a lease, oldest first: each event, the status it left the lease in, and a
+    message; json: with each event's details. A deleted lease's history is reached by its uuid."""
+    show_list(client.leases.history(lease_ref), HISTORY_COLUMNS, output_format)
 
 
 @lease.command("create")
