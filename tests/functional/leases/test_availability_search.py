@@ -35,14 +35,16 @@ def out(moment: dt.datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")
 
 
-def lease_at(client: FlaskClient, name: str, reservation: dict, start: dt.datetime, end: dt.datetime,
+def lease_at(client: FlaskClient, name: str, reservation: dict, start: dt.datetime | None, end: dt.datetime,
              headers: dict | None = None):  # type: ignore[no-untyped-def]
-    body = {"name": name, "start_date": text(start), "end_date": text(end), "before_end_date": None,
+    body = {"name": name, "start_date": "now" if start is None else text(start), "end_date": text(end),
+            "before_end_date": None,
             "reservations": [reservation], "events": []}
     return post_lease(client, body, headers)
 
 
-def book(client: FlaskClient, name: str, reservation: dict, start: dt.datetime, end: dt.datetime) -> dict:
+def book(client: FlaskClient, name: str, reservation: dict, start: dt.datetime | None, end: dt.datetime) -> dict:
+    """A lease from `start` (None: now) to `end`."""
     response = lease_at(client, name, reservation, start, end)
     assert response.status_code == 201, response.get_json()
     return response.get_json()["lease"]
@@ -263,3 +265,152 @@ def test_a_user_without_a_role_in_the_project_may_not_search(client: FlaskClient
     response = client.get("/v1/availability", query_string=query(physical(1), "1h"),
                           headers={**MEMBER, "X-Roles": "guest"})
     blazar_error(response, 403)
+
+
+# Lease creation at the earliest window.
+
+def earliest(name: str, reservations: list[dict], duration: str = "3h", **more: object) -> dict:
+    return {"name": name, "start_date": "earliest", "duration": duration, "before_end_date": None,
+            "reservations": reservations, "events": [], **more}
+
+
+def test_a_lease_at_the_earliest_start_takes_the_first_window_that_fits(client: FlaskClient) -> None:
+    register(client, "compute-1")
+    now = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0)
+    book(client, "busy", physical(1), BASE, BASE + 10 * HOUR)
+    # Before the busy lease there is only room for less than the 2 days asked.
+    response = post_lease(client, earliest("next", [physical(1)], "2d"))
+    assert response.status_code == 201, response.get_json()
+    lease = response.get_json()["lease"]
+    assert (lease["start_date"], lease["end_date"]) == (out(BASE + 10 * HOUR), out(BASE + 58 * HOUR))
+    assert lease["status"] == "PENDING"
+    # An hour fits before it.
+    soon = post_lease(client, earliest("soon", [physical(1)], "1h")).get_json()["lease"]
+    assert dt.datetime.fromisoformat(soon["start_date"]).replace(tzinfo=dt.UTC) in (now, now + dt.timedelta(minutes=1))
+
+
+def test_a_lease_at_the_earliest_start_is_where_the_search_said(client: FlaskClient) -> None:
+    register(client, "compute-1", vcpus=8), register(client, "compute-2", vcpus=8)
+    book(client, "a", instances(4), None, BASE + 5 * HOUR)
+    book(client, "b", instances(3), None, BASE + 8 * HOUR)
+    wanted = instances(3, affinity="True")
+    [window] = search(client, query(wanted, "4h", limit="1"))["availability"]
+    lease = post_lease(client, earliest("lease", [wanted], "4h")).get_json()["lease"]
+    assert (lease["start_date"], lease["end_date"]) == (window["start_date"], window["end_date"])
+    assert hosts_of(client, lease).popitem()[1] == [int(window["hosts"][0]["id"])]
+
+
+def test_the_reservations_of_an_earliest_lease_fit_together(client: FlaskClient) -> None:
+    first, second = register(client, "compute-1"), register(client, "compute-2")
+    book(client, "one", physical(1), None, BASE + 4 * HOUR)
+    book(client, "other", physical(1), None, BASE + 6 * HOUR)
+    # Each host alone is free from +4h, but a whole host and slots on another only from +6h.
+    response = post_lease(client, earliest("both", [physical(1), instances(1)], "2h"))
+    assert response.status_code == 201, response.get_json()
+    lease = response.get_json()["lease"]
+    assert lease["start_date"] == out(BASE + 6 * HOUR)
+    assert sorted(hosts for held in hosts_of(client, lease).values() for hosts in held) == [first, second]
+
+
+def test_an_earliest_lease_that_fits_nowhere_before_search_until_is_a_409_saying_the_most_there_is(
+        client: FlaskClient) -> None:
+    register(client, "compute-1"), register(client, "compute-2")
+    book(client, "long", physical(1), None, BASE + 100 * HOUR)
+    response = post_lease(client, earliest("never", [physical(2)], "2h", search_until=text(BASE + 50 * HOUR)))
+    message = blazar_error(response, 409)
+    assert response.get_json()["error_name"] == "NotEnoughResourcesAvailable"
+    assert message.startswith("Not enough resources for reservation 0 (physical:host): No window fits: at most 1 of "
+                              "the 2 hosts requested is free together for 2h between ")
+    assert [lease["name"] for lease in client.get("/v1/leases").get_json()["leases"]] == ["long"]
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"duration": None}, "Missing parameter duration: how long the lease lasts, such as 90m, 24h or 2d."),
+    ({"duration": "soon"}, "Invalid input for field 'duration': 'soon' is not a duration"),
+    ({"end_date": "2030-01-01 00:00"}, "Invalid input for field 'end_date': with start_date earliest the dates are "
+                                       "not known in advance; give duration instead."),
+    ({"before_end_date": "2030-01-01 00:00"}, "Invalid input for field 'before_end_date': with start_date earliest"),
+    ({"search_until": "someday"}, "someday is an invalid date. Required format: %Y-%m-%d %H:%M"),
+    ({"duration": "3d", "search_until": text(BASE)}, "is shorter than the duration 3d; move search_until later"),
+    ({"name": None}, "Missing parameter name"),
+])
+def test_a_bad_earliest_lease_is_a_400_saying_what_to_fix(client: FlaskClient, change: dict, expected: str) -> None:
+    register(client, "compute-1")
+    body = {**earliest("lease", [physical(1)]), **change}
+    assert expected in blazar_error(post_lease(client, body), 400)
+
+
+# Free periods of a host.
+
+def test_a_hosts_free_periods_are_the_gaps_between_its_bookings(client: FlaskClient) -> None:
+    host = register(client, "compute-1", vcpus=8)
+    book(client, "whole", physical(1), BASE + 2 * HOUR, BASE + 4 * HOUR)
+    book(client, "slots", instances(1), BASE + 6 * HOUR, BASE + 8 * HOUR)
+    response = client.get(f"/v1/os-hosts/{host}/free-periods",
+                          query_string={"start": text(BASE), "end": text(BASE + 10 * HOUR)})
+    assert response.status_code == 200, response.get_json()
+    body = response.get_json()
+    assert (body["host_id"], body["hypervisor_hostname"], body["reservable"], body["status"]) == (
+        str(host), "compute-1", True, "up")
+    assert [(p["start_date"], p["end_date"]) for p in body["free_periods"]] == [
+        (out(BASE), out(BASE + 2 * HOUR)), (out(BASE + 4 * HOUR), out(BASE + 6 * HOUR)),
+        (out(BASE + 8 * HOUR), out(BASE + 10 * HOUR))]
+
+
+def test_free_periods_keep_the_cleaning_time_around_each_booking(settings, database) -> None:  # type: ignore[no-untyped-def]
+    client = create_app(dataclasses.replace(settings, leases_cleaning_time=30), database).test_client()
+    host = register(client, "compute-1")
+    book(client, "whole", physical(1), BASE + 2 * HOUR, BASE + 4 * HOUR)
+    body = client.get(f"/v1/os-hosts/{host}/free-periods",
+                      query_string={"start": text(BASE), "end": text(BASE + 10 * HOUR)}).get_json()
+    half = dt.timedelta(minutes=30)
+    assert [(p["start_date"], p["end_date"]) for p in body["free_periods"]] == [
+        (out(BASE), out(BASE + 2 * HOUR - half)), (out(BASE + 4 * HOUR + half), out(BASE + 10 * HOUR))]
+
+
+def test_free_periods_of_an_unknown_host_are_a_404_and_of_a_bad_span_a_400(client: FlaskClient) -> None:
+    host = register(client, "compute-1")
+    blazar_error(client.get("/v1/os-hosts/999/free-periods"), 404)
+    message = blazar_error(client.get(f"/v1/os-hosts/{host}/free-periods",
+                                      query_string={"start": text(BASE), "end": text(BASE - HOUR)}), 400)
+    assert message == (f"Invalid input for field 'end': {text(BASE - HOUR)} is not after the start {text(BASE)}.")
+
+
+def test_members_may_not_read_a_hosts_free_periods(client: FlaskClient) -> None:
+    host = register(client, "compute-1")
+    blazar_error(client.get(f"/v1/os-hosts/{host}/free-periods", headers=MEMBER), 403)
+
+
+# The cluster's timeline.
+
+def test_the_timeline_shows_every_host_period_by_period(client: FlaskClient) -> None:
+    first = register(client, "compute-1", vcpus=8)
+    second = register(client, "compute-2", vcpus=8)
+    closed = register(client, "compute-3")
+    assert client.put(f"/v1/os-hosts/{closed}", json={"reservable": False}).status_code == 200
+    book(client, "whole", physical(1), BASE + 2 * HOUR, BASE + 4 * HOUR)
+    book(client, "slots", instances(2, affinity="True"), BASE + 1 * HOUR, BASE + 3 * HOUR)
+    response = client.get("/v1/availability/timeline", query_string={"start": text(BASE),
+                                                                      "end": text(BASE + 6 * HOUR)})
+    assert response.status_code == 200, response.get_json()
+    body = response.get_json()
+    assert (body["start_date"], body["end_date"]) == (out(BASE), out(BASE + 6 * HOUR))
+    timeline = {int(host["host_id"]): host for host in body["timeline"]}
+    assert list(timeline) == [first, second, closed]
+    assert timeline[closed]["reservable"] is False
+    assert (timeline[first]["vcpus"], timeline[first]["memory_mb"], timeline[first]["local_gb"]) == (8, 16384, 100)
+
+    def periods(host_id: int) -> list[tuple]:
+        return [((dt.datetime.fromisoformat(p["start_date"]).replace(tzinfo=dt.UTC) - BASE) / HOUR,
+                 (dt.datetime.fromisoformat(p["end_date"]).replace(tzinfo=dt.UTC) - BASE) / HOUR,
+                 p["state"], p["used"]) for p in timeline[host_id]["periods"]]
+
+    # The whole host goes to the first host, the slots to the other.
+    assert periods(first) == [(0, 2, "free", {}), (2, 4, "full", {}), (4, 6, "free", {})]
+    assert periods(second) == [(0, 1, "free", {}), (1, 3, "partial", {"vcpus": 4, "memory_mb": 4096, "disk_gb": 40}),
+                               (3, 6, "free", {})]
+    assert periods(closed) == [(0, 6, "free", {})]
+
+
+def test_members_may_not_read_the_timeline(client: FlaskClient) -> None:
+    blazar_error(client.get("/v1/availability/timeline", headers=MEMBER), 403)
