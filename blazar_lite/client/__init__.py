@@ -12,6 +12,7 @@ Every failed request raises ClientError, whose `message` is the service's own.
 
 from __future__ import annotations
 
+from blazar_lite.client.availability import AvailabilityClient
 from blazar_lite.client.filters import FiltersClient
 from blazar_lite.client.flavors import FlavorsClient
 from blazar_lite.client.hosts import HostsClient
@@ -33,7 +34,8 @@ class Client:
         self.instances = InstancesClient(self.api)
         self.filters = FiltersClient(self.api)
         self.config = ServerConfigClient(self.api)
+        self.availability = AvailabilityClient(self.api)
 
 
-__all__ = ["Client", "ClientError", "Credentials", "FiltersClient", "FlavorsClient", "HostsClient", "InstancesClient",
-           "LeasesClient", "ServerConfigClient", "V1Client", "make_session"]
+__all__ = ["AvailabilityClient", "Client", "ClientError", "Credentials", "FiltersClient", "FlavorsClient",
+           "HostsClient", "InstancesClient", "LeasesClient", "ServerConfigClient", "V1Client", "make_session"]

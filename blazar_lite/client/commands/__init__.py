@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import click
 
+from blazar_lite.client.commands.availability import availability
 from blazar_lite.client.commands.flavors import flavor
 from blazar_lite.client.commands.hosts import host
 from blazar_lite.client.commands.instances import instance
 from blazar_lite.client.commands.leases import lease
 from blazar_lite.client.commands.server_config import config, scriptlet
 
-GROUPS = (host, flavor, lease, instance, config, scriptlet)
+GROUPS = (host, flavor, lease, instance, availability, config, scriptlet)
 
 
 def add_client_commands(cli: click.Group) -> None:
