@@ -82,9 +82,18 @@ def _free_now(capacity: Amounts, used: Mapping[str, float], active: int, exclusi
     for name, amount in slot.items():
         if amount <= 0:
             continue
-        fit = _times_within(capacity.get(name, 0) - used.get(name, 0), amount)
+        room = capacity.get(name, 0) - used.get(name, 0)
+        # Integer division is exact for the integer sizes hosts and slots have; _times_within
+        # keeps fractional amounts exact too.
+        fit = max(room // amount, 0) if type(room) is int and type(amount) is int else _times_within(room, amount)
         count = fit if count is None else min(count, fit)
-    return count or 0
+    return int(count or 0)
+
+
+def free_when_idle(capacity: Amounts, slot: Amounts | None) -> int:
+    """What a host of `capacity` has free when nothing is booked on it: 1 whole host (`slot`
+    None), or how many slots fit."""
+    return _free_now(capacity, {}, 0, 0, slot)
 
 
 def free_over_time(host: Host, opens: datetime, slot: Amounts | None, *,
@@ -188,10 +197,15 @@ def earliest_starts(hosts: Iterable[Host], demand: Demand, duration: timedelta, 
     shares: list[int] = []
     changes: list[tuple[datetime, int, int, int]] = []
     ends: set[datetime] = {first_start}
+    idle_shares: dict[int, int] = {}
     for index, host in enumerate(hosts):
         if not host.bookings:
-            # Most hosts of a large cluster: nothing changes for them, so no steps to sweep.
-            shares.append(demand.share(_free_now(host.capacity, {}, 0, 0, demand.slot)))
+            # Most hosts of a large cluster: nothing changes for them, so no steps to sweep; and
+            # hosts of one size often share one capacity mapping, so its share is worked out once.
+            share = idle_shares.get(id(host.capacity))
+            if share is None:
+                share = idle_shares[id(host.capacity)] = demand.share(free_when_idle(host.capacity, demand.slot))
+            shares.append(share)
             continue
         steps = free_over_time(host, first_start, demand.slot, cleaning_time=cleaning_time)
         initial, host_changes = _window_minimum(steps, width, last_start)

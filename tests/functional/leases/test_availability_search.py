@@ -186,6 +186,21 @@ def test_every_window_found_can_be_booked_as_it_is_with_the_hosts_the_search_nam
         assert end - start == 3 * HOUR
 
 
+@pytest.mark.parametrize("wanted", [physical(2), instances(3, affinity="True"), instances(5),
+                                    instances(3, affinity="False")],
+                         ids=["physical", "one host", "anywhere", "distinct"])
+def test_idle_hosts_too_small_for_a_slot_are_passed_over_as_a_lease_create_passes_them(
+        client: FlaskClient, wanted: dict) -> None:
+    # Idle hosts of every size, the smallest first, and one busy host: the search names the
+    # hosts without reading every idle one, and must still name those a create takes.
+    for index, vcpus in enumerate((1, 1, 4, 8, 8, 8)):
+        register(client, f"compute-{index}", vcpus=vcpus)
+    book(client, "busy", instances(1), BASE, BASE + 2 * HOUR)
+    [window] = search(client, query(wanted, "1h", after=text(BASE), limit="1"))["availability"]
+    lease = book(client, "found", wanted, BASE, BASE + HOUR)
+    assert sorted(hosts_of(client, lease).popitem()[1]) == sorted(int(host["id"]) for host in window["hosts"])
+
+
 def test_a_window_found_is_the_earliest_a_lease_create_accepts(client: FlaskClient) -> None:
     register(client, "compute-1", vcpus=8)
     book(client, "busy", instances(3), BASE, BASE + 10 * HOUR)
