@@ -43,10 +43,15 @@ def next_minute(moment: dt.datetime) -> dt.datetime:
     return moment.replace(second=0, microsecond=0) + dt.timedelta(minutes=1)
 
 
+def percentile(values: list[float], fraction: float) -> float:
+    """The percentile `fraction` (0.95 for p95) by nearest rank."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
+
+
 def p99(values: list[float]) -> float:
     """The 99th percentile by nearest rank (of 100 values, the second largest; of 1,000, the tenth)."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
+    return percentile(values, 0.99)
 
 
 class Scratch:
@@ -119,6 +124,11 @@ class Client:
         response = self.connection.getresponse()
         return response.status, response.read()
 
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        self.connection.request("GET", path, headers=self.headers)
+        response = self.connection.getresponse()
+        return response.status, response.read()
 
     def delete(self, path: str) -> tuple[int, bytes]:
         self.connection.request("DELETE", path, headers=self.headers)

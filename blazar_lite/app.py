@@ -19,6 +19,7 @@ from blazar_lite.flavors import api as flavors_api
 from blazar_lite.hosts import api as hosts_api
 from blazar_lite.instances import api as instances_api
 from blazar_lite.leases import api as leases_api
+from blazar_lite.leases import search_api as availability_api
 from blazar_lite.placement.api import register as register_placement
 from blazar_lite.scriptlet import api as scriptlet_api
 from blazar_lite.server_config import api as server_config_api
@@ -86,6 +87,7 @@ def create_app(settings: Settings, database: Database | None = None) -> Flask:
     api.register_blueprint(hosts_api.blp, url_prefix="/v1")
     api.register_blueprint(flavors_api.blp, url_prefix="/v1")
     api.register_blueprint(leases_api.blp, url_prefix="/v1")
+    api.register_blueprint(availability_api.blp, url_prefix="/v1")
     api.register_blueprint(instances_api.blp, url_prefix="/v1")
     api.register_blueprint(filters_api.blp, url_prefix="/v1")
     api.register_blueprint(server_config_api.blp, url_prefix="/v1")

@@ -36,6 +36,7 @@ DEFAULT_RULES: dict[str, str] = {
     "hosts:get_relocations": "rule:admin",
     "hosts:get_resource_properties": "rule:admin",
     "hosts:update_resource_properties": "rule:admin",
+    "hosts:get_free_periods": "rule:admin",
     # Schedulers ask whether hosts may take an instance: a service's question, as Placement's are.
     "filters:host_passes": "role:admin or role:service",
     # Anyone may read the flavors they can see (public ones, and private ones shared with their
@@ -51,6 +52,10 @@ DEFAULT_RULES: dict[str, str] = {
     "leases:post": "rule:admin_or_member",
     "leases:put": "rule:admin_or_member",
     "leases:delete": "rule:admin_or_member",
+    # Whoever may read a project's leases may ask when one would fit; the whole cluster's
+    # timeline names every host, which is an operator's business.
+    "availability:search": "rule:admin_or_reader",
+    "availability:timeline": "rule:admin",
     # Instances too; only admins choose the node an instance lands on.
     "instances:get": "rule:admin_or_reader",
     "instances:get_all": "rule:admin",

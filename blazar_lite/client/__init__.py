@@ -24,6 +24,7 @@ Every failed request raises ClientError, whose `message` is the service's own.
 
 from __future__ import annotations
 
+from blazar_lite.client.availability import AvailabilityClient
 from blazar_lite.client.deployment_keys import DeploymentKeysClient
 from blazar_lite.client.deployments import DeploymentsClient, ShapeInstancesClient, ShapesClient
 from blazar_lite.client.filters import FiltersClient
@@ -54,9 +55,10 @@ class Client:
         self.deployment_keys = DeploymentKeysClient(self.api)
         self.shape_instances = ShapeInstancesClient(self.api)
         self.webhooks = WebhooksClient(self.api)
+        self.availability = AvailabilityClient(self.api)
 
 
-__all__ = ["Client", "ClientError", "Credentials", "DeploymentKeysClient", "DeploymentsClient", "FiltersClient",
-           "FlavorsClient", "GovernorClient", "GovernorKey", "HostsClient", "InstancesClient", "LeasesClient",
-           "ServerConfigClient", "ShapeInstancesClient", "ShapesClient", "V1Client", "WebhooksClient",
+__all__ = ["AvailabilityClient", "Client", "ClientError", "Credentials", "DeploymentKeysClient", "DeploymentsClient",
+           "FiltersClient", "FlavorsClient", "GovernorClient", "GovernorKey", "HostsClient", "InstancesClient",
+           "LeasesClient", "ServerConfigClient", "ShapeInstancesClient", "ShapesClient", "V1Client", "WebhooksClient",
            "load_governor_key", "make_session"]

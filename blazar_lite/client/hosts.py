@@ -66,6 +66,11 @@ class HostsClient(Manager):
                           {"lease_id": lease_id, "reservation_id": reservation_id})
         return self.api.get(path)["allocation"]
 
+    def free_periods(self, host: str | int, *, start: str | None = None, end: str | None = None) -> dict[str, Any]:
+        """The periods from `start` (default now) to `end` (default 30 days later) in which the host
+        has no booking (`free_periods`), with the host's id, name, reservable and status."""
+        return self.api.get(with_query(f"/os-hosts/{self.id_of(host)}/free-periods", {"start": start, "end": end}))
+
     def properties(self, *, detail: bool = False, include_private: bool = False) -> list[dict[str, Any]]:
         """The extra capability names hosts have (`property`); with `detail` also `private` and
         `values`. Private ones only with `include_private` (Blazar's all=True)."""

@@ -78,6 +78,16 @@ class LeasesClient(Manager):
                 "events": [dict(event) for event in events or ()]}
         return self.api.post("/leases", body)["lease"]
 
+    def create_earliest(self, name: str, duration: str, reservations: Iterable[Mapping[str, Any]], *,
+                        search_until: str | dt.datetime | None = None) -> dict[str, Any]:
+        """Create a lease of `duration` (90m, 24h, 2d) at the first window in which every reservation
+        fits, ending by `search_until` (default: 30 days from now); the service refuses with what
+        is short when there is none."""
+        body = {"name": name, "start_date": "earliest", "duration": duration,
+                "search_until": None if search_until is None else _date_text(search_until),
+                "reservations": [dict(reservation) for reservation in reservations], "events": []}
+        return self.api.post("/leases", body)["lease"]
+
     def update(self, lease: str, **changes: Any) -> dict[str, Any]:
         """Change a lease; the updated lease. `changes` are any of name, start_date, end_date,
         before_end_date (None or "" for the service's default), reservations ([{"id": …, <fields

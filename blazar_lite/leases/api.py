@@ -16,7 +16,7 @@ from marshmallow import INCLUDE, RAISE, Schema, fields
 from blazar_lite import web
 from blazar_lite.exceptions import NotFound
 from blazar_lite.instances import usage
-from blazar_lite.leases import enforcement, history, service, update
+from blazar_lite.leases import enforcement, history, search, service, update
 from blazar_lite.leases.dates import format_date, format_timestamp
 from blazar_lite.leases.models import ACTIVE, Lease
 
@@ -50,8 +50,14 @@ class LeaseCreate(Schema):
         unknown = INCLUDE
 
     name = fields.String(allow_none=True, metadata={"description": "Unique within the project."})
-    start_date = fields.String(allow_none=True, metadata={"description": '"YYYY-MM-DD HH:MM", "now" or ISO 8601.'})
-    end_date = fields.String(allow_none=True)
+    start_date = fields.String(allow_none=True, metadata={
+        "description": '"YYYY-MM-DD HH:MM", "now" or ISO 8601; or "earliest": the first window of `duration` in '
+                       "which every reservation fits, ending by `search_until`."})
+    end_date = fields.String(allow_none=True, metadata={"description": "Left out with start_date earliest."})
+    duration = fields.String(allow_none=True, metadata={
+        "description": "With start_date earliest: how long the lease lasts, such as 90m, 24h, 2d or 1d12h."})
+    search_until = fields.String(allow_none=True, metadata={
+        "description": "With start_date earliest: the lease ends by then (default: 30 days from now)."})
     before_end_date = fields.String(allow_none=True, metadata={
         "description": "When before_end_lease fires (default: an hour before the end)."})
     before_end_notifications = fields.Raw(allow_none=True, metadata={
@@ -212,7 +218,8 @@ def list_leases():  # type: ignore[no-untyped-def]
 @blp.alt_response(201, schema=LeaseEnvelope, description="The new lease, PENDING.")
 def create_lease():  # type: ignore[no-untyped-def]
     """Create a lease for the caller's project: its reservations are booked over the whole window
-    or the request is refused with 409 saying what is short."""
+    or the request is refused with 409 saying what is short. With start_date earliest, the lease
+    takes the first window of `duration` that fits, found and booked in one transaction."""
     context = web.caller()
     web.enforce("leases:post", {"project_id": context.project_id})
     data = web.json_body(LeaseCreate())
@@ -220,7 +227,7 @@ def create_lease():  # type: ignore[no-untyped-def]
     # Asked before the transaction opens, so that a slow policy service holds no lock.
     enforcement.ask(rules.usage, "check-create", enforcement.lease_payload(data, context.user_id, context.project_id))
     with web.runtime().db.transaction() as session:
-        view = service.create_lease(session, context, data, rules=rules)
+        view = search.create_lease(session, context, data, rules=rules)
     return {"lease": lease_body(view)}, 201
 
 

@@ -201,3 +201,32 @@ def before_end_time(start: datetime, end: datetime, before_end: datetime | None,
     if minutes_before_end <= 0:
         return None
     return max(as_utc(start), as_utc(end) - timedelta(minutes=minutes_before_end))
+
+
+_DURATION_PART = re.compile(r"(\d+)([mhd])", re.ASCII)
+_DURATION_UNITS = (("d", timedelta(days=1)), ("h", timedelta(hours=1)), ("m", timedelta(minutes=1)))
+
+
+def parse_duration(value: object, name: str = "duration") -> timedelta:
+    """A positive duration written as a number and a unit, or several: 90m, 24h, 2d, 1d12h
+    (m minutes, h hours, d days); BadRequest naming the field `name` otherwise."""
+    text = value.strip().lower() if isinstance(value, str) else ""
+    if not text or _DURATION_PART.sub("", text):
+        raise BadRequest(f"Invalid input for field '{name}': {value!r} is not a duration; write a number and a "
+                         "unit (m, h or d) such as 90m, 24h, 2d or 1d12h.")
+    units = dict(_DURATION_UNITS)
+    duration = sum((int(number) * units[unit] for number, unit in _DURATION_PART.findall(text)), timedelta(0))
+    if duration <= timedelta(0):
+        raise BadRequest(f"Invalid input for field '{name}': {value!r} is not longer than zero.")
+    return duration
+
+
+def describe_duration(value: timedelta) -> str:
+    """A duration for messages, as `parse_duration` reads it: 2d, 1d12h, 90m becomes 1h30m."""
+    rest = value
+    parts = []
+    for unit, length in _DURATION_UNITS:
+        count, rest = divmod(rest, length)
+        if count:
+            parts.append(f"{count}{unit}")
+    return "".join(parts) or "0m"

@@ -130,15 +130,16 @@ def reservation_flavor_name(reservation_id: str) -> str:
 
 # Validation of a create body.
 
-def _field(index: int, name: str) -> str:
-    return f"reservations[{index}].{name}"
+def _field(index: int | None, name: str) -> str:
+    # Without an index the fields are a search's query parameters, named as they are.
+    return name if index is None else f"reservations[{index}].{name}"
 
 
 def _invalid(field_name: str, problem: str) -> BadRequest:
     return BadRequest(f"Invalid input for field '{field_name}': {problem}")
 
 
-def _integer(spec: Mapping[str, Any], index: int, name: str, lowest: int) -> int:
+def _integer(spec: Mapping[str, Any], index: int | None, name: str, lowest: int) -> int:
     """A required integer of a reservation; digit strings are accepted, as Blazar accepts them."""
     if name not in spec or spec[name] is None:
         raise BadRequest(f"Missing parameter {_field(index, name)}")
@@ -152,7 +153,7 @@ def _integer(spec: Mapping[str, Any], index: int, name: str, lowest: int) -> int
     return value
 
 
-def _affinity(spec: Mapping[str, Any], index: int) -> bool | None:
+def _affinity(spec: Mapping[str, Any], index: int | None) -> bool | None:
     """true, false or none: JSON's, or the strings "True", "False", "None" the client sends."""
     value = spec.get("affinity")
     if value is None or isinstance(value, bool):
@@ -162,7 +163,7 @@ def _affinity(spec: Mapping[str, Any], index: int) -> bool | None:
     raise _invalid(_field(index, "affinity"), f"{value!r} is not one of True, False or None.")
 
 
-def _filter_text(spec: Mapping[str, Any], index: int, name: str) -> str:
+def _filter_text(spec: Mapping[str, Any], index: int | None, name: str) -> str:
     """A filter as the JSON text it is stored and shown as ("" for none)."""
     value = spec.get(name)
     if value is None:
@@ -179,13 +180,13 @@ def _filter_text(spec: Mapping[str, Any], index: int, name: str) -> str:
 class _Request:
     """One reservation of a create body, checked, with what the decision needs."""
 
-    index: int
+    index: int | None
     row: Reservation
     predicate: availability.HostPredicate
     slot: dict[str, int] = field(default_factory=dict)
 
 
-def _physical(spec: Mapping[str, Any], index: int, row: Reservation) -> _Request:
+def _physical(spec: Mapping[str, Any], index: int | None, row: Reservation) -> _Request:
     row.min = _integer(spec, index, "min", 1)
     row.max = _integer(spec, index, "max", 1)
     if row.max < row.min:
@@ -201,7 +202,7 @@ def _physical(spec: Mapping[str, Any], index: int, row: Reservation) -> _Request
     return _Request(index, row, predicate)
 
 
-def _instance(session: Session, spec: Mapping[str, Any], index: int, row: Reservation,
+def _instance(session: Session, spec: Mapping[str, Any], index: int | None, row: Reservation,
               project_id: str) -> _Request:
     row.amount = _integer(spec, index, "amount", 1)
     row.affinity = _affinity(spec, index)
@@ -270,9 +271,10 @@ def _booking_amounts(resource_type: str, slots: int, sizes: Mapping[str, Any]) -
     return {name: slots * (sizes[name] or 0) for name in ("vcpus", "memory_mb", "disk_gb")}
 
 
-def _offered(session: Session, exclude_lease_id: str | None = None) -> dict[int, dict[str, int]]:
+def _offered(session: Session, exclude_lease_id: str | None = None, *, lock: bool = True) -> dict[int, dict[str, int]]:
     """{host id: capacity} of the reservable hosts that are up. Locks the host rows (PostgreSQL)
-    so that no other writer books them before this transaction ends; with `exclude_lease_id`,
+    so that no other writer books them before this transaction ends (unless `lock` is False, for
+    a reader that books nothing); with `exclude_lease_id`,
     the rows of the hosts that lease books too, even those no longer reservable or up, in the
     same id-ordered statement, because an update of an active lease changes their providers."""
     offered = and_(Host.reservable.is_(True), Host.status == "up")
@@ -280,11 +282,13 @@ def _offered(session: Session, exclude_lease_id: str | None = None) -> dict[int,
     if exclude_lease_id is not None:
         booked = select(ReservationBooking.host_id).where(ReservationBooking.lease_id == exclude_lease_id)
         locked = or_(offered, Host.id.in_(booked))
+    stmt = (select(Host.id, Host.reservable, Host.status, Host.vcpus, Host.memory_mb, Host.local_gb)
+            .where(locked).order_by(Host.id))
+    if lock:
+        stmt = stmt.with_for_update()
     # Plain tuples, not ORM objects: a cluster's worth of hosts is read on every create.
     return {host_id: {"vcpus": vcpus, "memory_mb": memory_mb, "disk_gb": local_gb}
-            for host_id, reservable, status, vcpus, memory_mb, local_gb in session.execute(
-                select(Host.id, Host.reservable, Host.status, Host.vcpus, Host.memory_mb, Host.local_gb)
-                .where(locked).order_by(Host.id).with_for_update())
+            for host_id, reservable, status, vcpus, memory_mb, local_gb in session.execute(stmt)
             if reservable and status == "up"}
 
 

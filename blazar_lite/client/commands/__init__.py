@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from blazar_lite.client.commands.availability import availability
 from blazar_lite.client.commands.deployments import deployment
 from blazar_lite.client.commands.flavors import flavor
 from blazar_lite.client.commands.hosts import host
@@ -13,7 +14,7 @@ from blazar_lite.client.commands.leases import lease
 from blazar_lite.client.commands.server_config import config, scriptlet
 from blazar_lite.client.commands.webhooks import webhook
 
-GROUPS = (host, flavor, lease, instance, config, scriptlet, deployment, webhook)
+GROUPS = (host, flavor, lease, instance, availability, config, scriptlet, deployment, webhook)
 
 
 def add_client_commands(cli: click.Group) -> None:

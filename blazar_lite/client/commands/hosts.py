@@ -134,6 +134,22 @@ def host_allocations(client: Client, host_ref: str | None, lease_id: str | None,
     click.echo(table(ALLOCATION_COLUMNS, rows))
 
 
+@host.command("free-periods")
+@host_argument
+@click.option("--start", metavar="DATE", help="From (default: now).")
+@click.option("--end", metavar="DATE", help="Until (default: 30 days after the start).")
+@output_option
+@with_client
+def host_free_periods(client: Client, host_ref: str, start: str | None, end: str | None, output_format: str) -> None:
+    """The periods in which HOST has no booking (cleaning time kept around each): a whole-host
+    lease fits in any window inside one while the host is reservable and up."""
+    found = client.hosts.free_periods(host_ref, start=start, end=end)
+    if output_format == "json":
+        print_json(found)
+        return
+    click.echo(table(("start_date", "end_date"), ([p["start_date"], p["end_date"]] for p in found["free_periods"])))
+
+
 @host.command("property-list")
 @click.option("--detail", is_flag=True, help="Also whether each is private, and its values.")
 @click.option("--all", "include_private", is_flag=True, help="Include private properties.")

@@ -122,8 +122,13 @@ def lease_history(client: Client, lease_ref: str, output_format: str) -> None:
 
 @lease.command("create")
 @click.argument("name")
-@click.option("--start-date", default="now", show_default=True, metavar="DATE", help=DATE_HELP)
-@click.option("--end-date", required=True, metavar="DATE", help=DATE_HELP)
+@click.option("--start-date", default="now", show_default=True, metavar="DATE",
+              help=f"{DATE_HELP} Or earliest: the first window of --duration in which every reservation fits.")
+@click.option("--end-date", metavar="DATE", help=f"{DATE_HELP} Not with --start-date earliest.")
+@click.option("--duration", metavar="DURATION", help="With --start-date earliest: how long the lease lasts "
+                                                     "(90m, 24h, 2d, 1d12h).")
+@click.option("--search-until", metavar="DATE", help="With --start-date earliest: the lease ends by then "
+                                                     "(default: 30 days from now).")
 @click.option("--before-end-date", metavar="DATE",
               help="When the before_end_lease event fires (default: the service's, before the end).")
 @click.option("--physical-reservation", "physical", type=PHYSICAL_RESERVATION, multiple=True,
@@ -140,14 +145,29 @@ def lease_history(client: Client, lease_ref: str, output_format: str) -> None:
               help="Accepted as Blazar's client sends it; the service sets the events from the dates.")
 @output_option
 @with_client
-def create_lease(client: Client, name: str, start_date: str, end_date: str, before_end_date: str | None,
-                 physical: tuple[dict[str, Any], ...], reservations: tuple[dict[str, Any], ...],
-                 events: tuple[dict[str, Any], ...], output_format: str) -> None:
+def create_lease(client: Client, name: str, start_date: str, end_date: str | None, duration: str | None,
+                 search_until: str | None, before_end_date: str | None, physical: tuple[dict[str, Any], ...],
+                 reservations: tuple[dict[str, Any], ...], events: tuple[dict[str, Any], ...],
+                 output_format: str) -> None:
     """Create the lease NAME. Its reservations are booked for the whole window, or nothing is
-    created and the service says what is short."""
+    created and the service says what is short. With --start-date earliest the service finds the
+    first window of --duration that fits and books it at once."""
+    earliest = start_date.strip().lower() == "earliest"
+    if earliest and (end_date is not None or before_end_date is not None):
+        raise click.UsageError("With --start-date earliest give --duration (and --search-until), not --end-date or "
+                               "--before-end-date.")
+    if earliest and duration is None:
+        raise click.UsageError("With --start-date earliest give --duration, such as 24h.")
+    if not earliest and (duration is not None or search_until is not None):
+        raise click.UsageError("--duration and --search-until go with --start-date earliest.")
+    if not earliest and end_date is None:
+        raise click.UsageError("Give --end-date (or --start-date earliest with --duration).")
     wanted = _with_flavor_ids(client, [*physical, *reservations])
-    created = client.leases.create(name, start_date, end_date, wanted, events=events,
-                                   before_end_date=before_end_date)
+    if earliest:
+        created = client.leases.create_earliest(name, duration or "", wanted, search_until=search_until)
+    else:
+        created = client.leases.create(name, start_date, end_date or "", wanted, events=events,
+                                       before_end_date=before_end_date)
     print_lease(created, output_format)
 
 

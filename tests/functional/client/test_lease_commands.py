@@ -238,7 +238,8 @@ def test_a_malformed_reservation_is_a_usage_error(cli: Any, client: FlaskClient,
 
 
 def test_lease_create_without_an_end_date_is_a_usage_error(cli: Any, client: FlaskClient) -> None:
-    assert "Missing option '--end-date'" in usage_error(cli, "lease", "create", "lease-1")
+    assert "Give --end-date (or --start-date earliest with --duration)." in usage_error(
+        cli, "lease", "create", "lease-1")
     assert server_leases(client) == []
 
 

@@ -13,7 +13,7 @@ from blazar_lite.db import Database
 from blazar_lite.exceptions import NotEnoughResources
 from blazar_lite.hosts import service as hosts
 from blazar_lite.hosts.models import Host
-from blazar_lite.leases import lifecycle, service, update
+from blazar_lite.leases import lifecycle, search, service, update
 from blazar_lite.leases.models import ReservationBooking
 from tests.conftest import OK, RACE_WORKERS, race
 
@@ -73,3 +73,26 @@ def test_shrinking_an_active_lease_locks_the_row_of_a_host_it_gives_back_that_is
             other.execute(select(Host.id).where(Host.id == down).with_for_update(nowait=True))
     with pg_database.read() as session:
         assert service.get_lease(session, lease.id).reservations[0].fields["amount"] == 1
+
+
+def test_concurrent_leases_at_the_earliest_start_each_take_their_own_window(pg_database: Database) -> None:
+    with pg_database.transaction() as session:
+        hosts.create_host(session, hosts.HostSpec(name="compute-1", vcpus=8, memory_mb=8192, local_gb=10))
+    context = RequestContext(user_id="u1", project_id="p1", roles=frozenset({"member"}))
+    length = dt.timedelta(hours=2)
+
+    def write(index: int) -> None:
+        body = {"name": f"lease-{index}", "start_date": "earliest", "duration": "2h", "before_end_date": None,
+                "events": [], "reservations": [{"resource_type": "physical:host", "min": 1, "max": 1,
+                                                "hypervisor_properties": "", "resource_properties": ""}]}
+        with pg_database.transaction() as session:
+            search.create_lease(session, context, body)
+
+    outcomes = race(write)
+    assert outcomes.count(OK) == WORKERS, outcomes
+    with pg_database.read() as session:
+        leases = sorted(service.list_leases(session, "p1"), key=lambda lease: lease.start_date)
+    # One host: the leases follow each other back to back from the first one's start.
+    first = leases[0].start_date
+    assert [(lease.start_date, lease.end_date) for lease in leases] == [
+        (first + index * length, first + (index + 1) * length) for index in range(WORKERS)]

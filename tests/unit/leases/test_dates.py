@@ -12,10 +12,12 @@ from blazar_lite.exceptions import BadRequest
 from blazar_lite.leases.dates import (
     before_end_time,
     describe_date,
+    describe_duration,
     format_date,
     format_timestamp,
     parse_before_end,
     parse_date,
+    parse_duration,
     start_of_minute,
     validate_window,
     validate_window_update,
@@ -358,3 +360,32 @@ def test_before_end_never_fires_before_the_start():
 
 def test_before_end_does_not_fire_when_configured_off():
     assert before_end_time(CURRENT_START, CURRENT_END, None, 0) is None
+
+
+# Durations.
+
+@pytest.mark.parametrize("text, expected", [
+    ("90m", timedelta(minutes=90)), ("24h", timedelta(hours=24)), ("2d", timedelta(days=2)),
+    ("1d12h", timedelta(days=1, hours=12)), (" 1H30M ", timedelta(hours=1, minutes=30)),
+])
+def test_a_duration_is_numbers_with_units(text: str, expected: timedelta) -> None:
+    assert parse_duration(text) == expected
+
+
+@pytest.mark.parametrize("value", ["", "2", "2w", "1.5h", "h", "-1h", None, 5])
+def test_anything_else_is_not_a_duration_and_the_message_names_the_field(value: object) -> None:
+    with pytest.raises(BadRequest, match="Invalid input for field 'length': .* is not a duration; write a number"):
+        parse_duration(value, "length")
+
+
+def test_a_duration_of_zero_is_refused() -> None:
+    with pytest.raises(BadRequest, match="'0m' is not longer than zero"):
+        parse_duration("0m")
+
+
+@pytest.mark.parametrize("value, expected", [
+    (timedelta(minutes=90), "1h30m"), (timedelta(days=2), "2d"), (timedelta(days=1, hours=12), "1d12h"),
+    (timedelta(seconds=30), "0m"),
+])
+def test_a_duration_is_described_as_it_is_written(value: timedelta, expected: str) -> None:
+    assert describe_duration(value) == expected
