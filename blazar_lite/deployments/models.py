@@ -24,8 +24,10 @@ class Deployment(Base):
     # JSON objects of string values, as LXD's config maps.
     config: Mapped[str] = mapped_column(Text, default="{}")
     governor_webhook_url: Mapped[str | None] = mapped_column(Text)
-    # The key of the HMAC that signs every event POSTed to the governor's webhook.
-    governor_webhook_secret: Mapped[str] = mapped_column(String(128))
+    # The key of the HMAC that signs every event POSTed to the governor's webhook. The service
+    # always sets it; the schema allows null only so that the column could be added to existing
+    # rows in place.
+    governor_webhook_secret: Mapped[str] = mapped_column(String(128), nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, onupdate=utcnow)
 

@@ -183,3 +183,38 @@ def test_the_booking_copies_are_filled_from_existing_leases_on_sqlite(tmp_path: 
 @pytest.mark.postgres
 def test_the_booking_copies_are_filled_from_existing_leases_on_postgresql(pg_scratch_url: str) -> None:
     assert_the_booking_copies_are_filled_from_existing_leases(pg_scratch_url)
+
+
+def assert_deployments_keep_their_shapes_and_get_a_secret(url: str) -> None:
+    from alembic import command
+
+    from blazar_lite.deployments import service as deployments
+
+    database = Database(url)
+    try:
+        upgrade(database.engine)
+        with database.transaction() as session:
+            deployments.create_deployment(session, "p1", {"name": "shop"})
+            deployments.create_shape(session, "p1", "shop", {"name": "web", "scaling_minimum": 0, "scaling_maximum": 2,
+                                                             "instance_template": {"vcpus": 1, "memory_mb": 256}})
+        config = alembic_config(url)
+        with database.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0012")
+        upgrade(database.engine)
+        with database.read() as session:
+            [shape] = deployments.list_shapes(session, "p1", "shop")
+            secret = deployments.get_deployment(session, "p1", "shop").governor_webhook_secret
+        assert shape.name == "web" and len(secret) == 64
+    finally:
+        database.dispose()
+
+
+def test_deployments_keep_their_shapes_through_the_webhook_secret_migration_on_sqlite(tmp_path: Path) -> None:
+    assert_deployments_keep_their_shapes_and_get_a_secret(f"sqlite:///{tmp_path}/shapes.db")
+
+
+@pytest.mark.postgres
+def test_deployments_keep_their_shapes_through_the_webhook_secret_migration_on_postgresql(
+        pg_scratch_url: str) -> None:
+    assert_deployments_keep_their_shapes_and_get_a_secret(pg_scratch_url)
