@@ -14,7 +14,7 @@ import datetime as dt
 import logging
 from dataclasses import dataclass
 
-from sqlalchemy import exists, select
+from sqlalchemy import exists, select, update
 from sqlalchemy.orm import Session
 
 from blazar_lite.db import Database
@@ -22,7 +22,7 @@ from blazar_lite.instances import usage
 from blazar_lite.instances.models import SlotUse
 from blazar_lite.leases import history
 from blazar_lite.leases.dates import as_utc
-from blazar_lite.leases.models import ACTIVE, BEFORE_END_LEASE, END_LEASE, UNDONE, Event, Lease
+from blazar_lite.leases.models import ACTIVE, BEFORE_END_LEASE, END_LEASE, UNDONE, Event, Lease, ReservationBooking
 from blazar_lite.settings import Settings
 
 LOG = logging.getLogger(__name__)
@@ -70,6 +70,8 @@ def _end(session: Session, lease: Lease, since: dt.datetime, now: dt.datetime) -
                                                      Event.event_type.in_((BEFORE_END_LEASE, END_LEASE)))):
         event.time = now
     lease.end_date = now
+    # The bookings' copies of the dates follow the lease's, as every writer of bookings keeps them.
+    session.execute(update(ReservationBooking).where(ReservationBooking.lease_id == lease.id).values(end_date=now))
     history.record(session, lease, history.IDLE,
                    f"Lease {lease.name} was idle for {_minutes(now - since)} minutes and is ended early.",
                    {"idle_since": since.isoformat(), "action": "end"})

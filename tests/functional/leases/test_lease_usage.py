@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
+from sqlalchemy import select
 
 from blazar_lite.db import Database
 from blazar_lite.instances import usage
 from blazar_lite.leases import idle
+from blazar_lite.leases.models import ReservationBooking
 from blazar_lite.scheduler.runner import run_due_events
 from tests.functional.instances.test_instances import MEMBER, slots
 from tests.functional.leases.test_lease_history import history
@@ -108,6 +110,9 @@ def test_an_idle_lease_is_warned_then_ended(client: FlaskClient, database: Datab
     run_due_events(database, now=ended_at + SECOND)
     lease = client.get(f"/v1/leases/{lease_id}", headers=MEMBER).get_json()["lease"]
     assert lease["status"] == "TERMINATED" and lease["end_date"].startswith(ended_at.strftime("%Y-%m-%dT%H:%M"))
+    with database.read() as session:
+        ends = set(session.scalars(select(ReservationBooking.end_date).where(ReservationBooking.lease_id == lease_id)))
+    assert ends == {ended_at}
     idles = [e["detail"]["action"] for e in history(client, lease_id, MEMBER) if e["event"] == "lease.idle"]
     assert idles == ["warn", "end"]
 
