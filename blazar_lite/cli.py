@@ -133,4 +133,41 @@ def scheduler_command(ctx: click.Context) -> None:
     run_forever(settings)
 
 
+@main.command("check")
+@click.option("--claim-timeout", type=int, default=None,
+              help="Seconds a lease may stay STARTING or TERMINATING (default: [scheduler] claim_timeout).")
+@click.option("-f", "--format", "output_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+@click.pass_context
+def check_command(ctx: click.Context, claim_timeout: int | None, output_format: str) -> None:
+    """Check the database the settings name: no host over capacity at any instant, placement
+    usages equal to the allocations, active reservations with their inventory and ended ones
+    without, no event run twice, no lease stuck in a transitional state. Exits 1 with a report
+    of every violation, 0 when there is none."""
+    import dataclasses
+    import datetime as dt
+
+    from blazar_lite.audit import checks
+    from blazar_lite.db import Database
+
+    settings = _settings(ctx)
+    database = Database(settings.database_url)
+    timeout = dt.timedelta(seconds=claim_timeout if claim_timeout is not None else settings.scheduler_claim_timeout)
+    try:
+        with database.read() as session:
+            found = checks.run(session, dt.datetime.now(dt.UTC), timeout)
+    finally:
+        database.dispose()
+    if output_format == "json":
+        click.echo(json.dumps({"violations": [dataclasses.asdict(v) for v in found]}, indent=2))
+    elif found:
+        for violation in found:
+            click.echo(f"{violation.rule}: {violation.message}")
+        click.echo(f"{len(found)} violation(s)")
+    else:
+        click.echo("no violations")
+    if found:
+        ctx.exit(1)
+
+
 add_client_commands(main)

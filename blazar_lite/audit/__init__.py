@@ -1,0 +1,1 @@
+"""Checks that what must hold in the database does: `blazar-lite check`."""
