@@ -16,11 +16,10 @@ from marshmallow import INCLUDE, Schema, fields
 from blazar_lite import web
 from blazar_lite.deployments import events, governor, keys, service
 from blazar_lite.instances import api as instances_api
+from blazar_lite.leases.dates import format_date, format_optional_date
 from blazar_lite.webhooks import api as webhooks_api
 
 blp = Blueprint("deployments", __name__, description="Deployments: shapes of instances scaled within bounds")
-
-DATE = "%Y-%m-%dT%H:%M:%S.%f"
 
 
 class DeploymentBody(Schema):
@@ -98,23 +97,19 @@ class ShapesEnvelope(Schema):
     shapes = fields.List(fields.Nested(ShapeSchema))
 
 
-def _date(value: Any) -> str | None:
-    return value.strftime(DATE) if value is not None else None
-
-
 def _deployment(view: service.DeploymentView) -> dict[str, Any]:
     return {"id": view.id, "name": view.name, "project_id": view.project_id, "description": view.description,
             "config": view.config, "governor_webhook_url": view.governor_webhook_url,
             "governor_webhook_secret": view.governor_webhook_secret,
-            "created_at": _date(view.created_at), "updated_at": _date(view.updated_at)}
+            "created_at": format_date(view.created_at), "updated_at": format_optional_date(view.updated_at)}
 
 
 def _shape(view: service.ShapeView) -> dict[str, Any]:
     return {"id": view.id, "name": view.name, "deployment": view.deployment, "description": view.description,
             "config": view.config, "instance_template": view.instance_template,
             "scaling_minimum": view.scaling_minimum, "scaling_maximum": view.scaling_maximum,
-            "scaling_current": view.scaling_current, "created_at": _date(view.created_at),
-            "updated_at": _date(view.updated_at)}
+            "scaling_current": view.scaling_current, "created_at": format_date(view.created_at),
+            "updated_at": format_optional_date(view.updated_at)}
 
 
 def _project(rule: str, allowed: frozenset[str] = frozenset({"project_id"})) -> tuple[str, dict[str, str]]:
@@ -378,7 +373,7 @@ class KeysEnvelope(Schema):
 def _key(view: keys.KeyView) -> dict[str, Any]:
     return {"id": view.id, "name": view.name, "deployment": view.deployment, "description": view.description,
             "role": view.role, "fingerprint": view.fingerprint, "certificate": view.certificate,
-            "created_at": _date(view.created_at)}
+            "created_at": format_date(view.created_at)}
 
 
 @blp.route("/deployments/<string:deployment>/keys", methods=["GET"])

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from blazar_lite.deployments.models import Deployment, Shape
 from blazar_lite.instances import service as instances
 from blazar_lite.instances.models import Instance
-from blazar_lite.leases.dates import describe_date
+from blazar_lite.leases.dates import describe_date, format_date
 from blazar_lite.leases.models import Lease, Reservation
 from blazar_lite.webhooks import delivery
 
@@ -33,7 +33,6 @@ SCALE_DOWN_REQUEST = "scale-down-request"
 CAPACITY_OFFER = "capacity-offer"
 EVACUATION = "evacuation"
 EVENT_TYPES = (SCALE_DOWN_REQUEST, CAPACITY_OFFER, EVACUATION)
-DATE = "%Y-%m-%dT%H:%M:%S.%f"
 
 
 @dataclass(frozen=True)
@@ -114,7 +113,7 @@ def lease_ending(session: Session, lease_id: str) -> None:
                                      .order_by(Instance.name)))
         _queue(session, deployment, SCALE_DOWN_REQUEST, {
             "shape": shape.name, "lease_id": lease.id, "reservation_ids": used,
-            "end_date": lease.end_date.strftime(DATE), "instances": names,
+            "end_date": format_date(lease.end_date), "instances": names,
             "message": (f"Lease {lease.id} ends at {describe_date(lease.end_date)}: the {len(names)} instance(s) "
                         f"of shape {shape.name} in its reservations are deleted then. Scale down, or move them "
                         "elsewhere, before.")})
@@ -127,7 +126,7 @@ def _offer(session: Session, deployment: Deployment, shape: Shape, lease: Lease,
     left, total = slots
     _queue(session, deployment, CAPACITY_OFFER, {
         "shape": shape.name, "lease_id": lease.id, "reservation_id": reservation_id, "slots_left": left,
-        "slots": total, "end_date": lease.end_date.strftime(DATE),
+        "slots": total, "end_date": format_date(lease.end_date),
         "message": (f"Reservation {reservation_id} has {left} of its {total} slots unused until "
                     f"{describe_date(lease.end_date)}; shape {shape.name} may scale up into them.")})
 

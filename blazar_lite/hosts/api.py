@@ -22,11 +22,11 @@ from blazar_lite.instances import relocation
 from blazar_lite.instances.api import allocator_config
 from blazar_lite.json_fields import Bool, Int
 from blazar_lite.leases.api import lease_rules
+from blazar_lite.leases.dates import format_date
 
 blp = Blueprint("hosts", __name__, description="Hosts registered for reservations (Blazar os-hosts)")
 
 TIMESTAMP = "%Y-%m-%d %H:%M:%S"
-DATE = "%Y-%m-%dT%H:%M:%S.%f"
 _ID = re.compile(r"^[0-9]+$")
 
 
@@ -193,8 +193,8 @@ def host_body(view: service.HostView) -> dict[str, Any]:
 
 def _allocation_body(host_id: int, reservations: list[HostReservation]) -> dict[str, Any]:
     return {"resource_id": str(host_id),
-            "reservations": [{"id": r.id, "lease_id": r.lease_id, "start_date": r.start_date.strftime(DATE),
-                              "end_date": r.end_date.strftime(DATE)} for r in reservations]}
+            "reservations": [{"id": r.id, "lease_id": r.lease_id, "start_date": format_date(r.start_date),
+                              "end_date": format_date(r.end_date)} for r in reservations]}
 
 
 def _property_body(view: properties.PropertyView, detail: bool) -> dict[str, Any]:

@@ -6,7 +6,6 @@ instance is named in paths by its uuid or by its name.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from typing import Any
 
@@ -16,10 +15,9 @@ from marshmallow import INCLUDE, Schema, fields
 
 from blazar_lite import web
 from blazar_lite.instances import service
+from blazar_lite.leases.dates import format_date, format_optional_date
 
 blp = Blueprint("instances", __name__, description="Instances: placement consumers, real or forthcoming")
-
-DATE = "%Y-%m-%dT%H:%M:%S.%f"
 
 
 class InstanceCreate(Schema):
@@ -99,16 +97,12 @@ class InstancesEnvelope(Schema):
     instances = fields.List(fields.Nested(InstanceSchema))
 
 
-def _date(value: dt.datetime | None) -> str | None:
-    return value.strftime(DATE) if value is not None else None
-
-
 def instance_body(view: service.InstanceView) -> dict[str, Any]:
     return {"id": view.id, "name": view.name, "project_id": view.project_id, "user_id": view.user_id,
             "status": view.status, "forthcoming": view.forthcoming, "flavor_id": view.flavor_id,
             "vcpus": view.vcpus, "memory_mb": view.memory_mb, "disk_gb": view.disk_gb,
             "reservation_id": view.reservation_id, "lease_id": view.lease_id, "host": view.host,
-            "created_at": _date(view.created_at), "updated_at": _date(view.updated_at)}
+            "created_at": format_date(view.created_at), "updated_at": format_optional_date(view.updated_at)}
 
 
 def allocator_config() -> service.AllocatorConfig:

@@ -111,6 +111,11 @@ def format_date(value: datetime) -> str:
             f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}.{moment.microsecond:06d}")
 
 
+def format_optional_date(value: datetime | None) -> str | None:
+    """`format_date`, or None for a date that is not set (an updated_at never updated)."""
+    return format_date(value) if value is not None else None
+
+
 def format_timestamp(value: datetime) -> str:
     """`YYYY-MM-DD HH:MM:SS` in UTC: how created_at and updated_at go out."""
     moment = as_utc(value)

@@ -15,11 +15,11 @@ from sqlalchemy.orm import Session
 
 from blazar_lite.db import utcnow
 from blazar_lite.exceptions import NotFound
+from blazar_lite.leases.dates import format_date
 from blazar_lite.leases.models import Lease, LeaseHistory
 from blazar_lite.webhooks import subscriptions
 
 CREATED, UPDATED, DELETED, STARTED, BEFORE_END, ENDED, ERROR, DEGRADED, IDLE = subscriptions.LEASE_EVENTS
-DATE = "%Y-%m-%dT%H:%M:%S.%f"
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,8 @@ class HistoryEntry:
 
 
 def _lease_fields(lease: Lease) -> dict[str, Any]:
-    return {"id": lease.id, "name": lease.name, "status": lease.status, "start_date": lease.start_date.strftime(DATE),
-            "end_date": lease.end_date.strftime(DATE), "degraded": bool(lease.degraded)}
+    return {"id": lease.id, "name": lease.name, "status": lease.status, "start_date": format_date(lease.start_date),
+            "end_date": format_date(lease.end_date), "degraded": bool(lease.degraded)}
 
 
 def record(session: Session, lease: Lease, event: str, message: str, detail: Mapping[str, Any] | None = None) -> None:

@@ -12,11 +12,10 @@ from flask_smorest import Blueprint
 from marshmallow import INCLUDE, Schema, fields
 
 from blazar_lite import web
+from blazar_lite.leases.dates import format_date, format_optional_date
 from blazar_lite.webhooks import delivery, subscriptions
 
 blp = Blueprint("webhooks", __name__, description="Webhooks: lease events POSTed, signed, to a project's receivers")
-
-DATE = "%Y-%m-%dT%H:%M:%S.%f"
 
 
 class WebhookBody(Schema):
@@ -77,24 +76,20 @@ class DeliveriesEnvelope(Schema):
     events = fields.List(fields.Nested(DeliverySchema))
 
 
-def _date(value: Any) -> str | None:
-    return value.strftime(DATE) if value is not None else None
-
-
 def delivery_body(view: delivery.DeliveryView) -> dict[str, Any]:
     """An event and its attempts, as the event histories of webhooks and deployments show it."""
-    return {"id": view.id, "type": view.event_type, "status": view.status, "created_at": _date(view.created_at),
-            "next_attempt_at": _date(view.next_attempt_at), "delivered_at": _date(view.delivered_at),
-            "payload": view.payload,
-            "attempts": [{"attempt": a.attempt, "url": a.url, "started_at": _date(a.started_at),
+    return {"id": view.id, "type": view.event_type, "status": view.status, "created_at": format_date(view.created_at),
+            "next_attempt_at": format_optional_date(view.next_attempt_at),
+            "delivered_at": format_optional_date(view.delivered_at), "payload": view.payload,
+            "attempts": [{"attempt": a.attempt, "url": a.url, "started_at": format_date(a.started_at),
                           "duration_ms": a.duration_ms, "status_code": a.status_code, "error": a.error,
                           "outcome": a.outcome} for a in view.attempts]}
 
 
 def _webhook(view: subscriptions.SubscriptionView) -> dict[str, Any]:
     return {"id": view.id, "project_id": view.project_id, "url": view.url, "secret": view.secret,
-            "events": view.events, "description": view.description, "created_at": _date(view.created_at),
-            "updated_at": _date(view.updated_at)}
+            "events": view.events, "description": view.description, "created_at": format_date(view.created_at),
+            "updated_at": format_optional_date(view.updated_at)}
 
 
 def _scope(rule: str) -> str | None:

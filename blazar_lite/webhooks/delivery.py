@@ -30,12 +30,12 @@ from sqlalchemy.orm import Session
 
 from blazar_lite.db import Database, utcnow
 from blazar_lite.exceptions import BadRequest
+from blazar_lite.leases.dates import format_date
 from blazar_lite.webhooks.models import DELIVERED, FAILED, PENDING, SENDING, WebhookAttempt, WebhookDelivery
 from blazar_lite.webhooks.signing import signed_headers
 
 LOG = logging.getLogger(__name__)
 
-DATE = "%Y-%m-%dT%H:%M:%S.%f"
 # Outcomes of one attempt; DELIVERED and FAILED end the delivery.
 RETRY = "RETRY"
 MAX_RETRY_DELAY = dt.timedelta(hours=1)
@@ -129,7 +129,7 @@ def enqueue(session: Session, *, source: str, source_id: str, project_id: str, e
     The body is {"id", "type", "created_at", "project_id", **fields}; returns its id."""
     now = now or utcnow()
     delivery_id = str(uuidlib.uuid4())
-    body = {"id": delivery_id, "type": event_type, "created_at": now.strftime(DATE), "project_id": project_id,
+    body = {"id": delivery_id, "type": event_type, "created_at": format_date(now), "project_id": project_id,
             **fields}
     session.add(WebhookDelivery(id=delivery_id, source=source, source_id=source_id, project_id=project_id,
                                 event_type=event_type, payload=json.dumps(body, sort_keys=True), status=PENDING,
