@@ -29,7 +29,8 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from blazar_lite.exceptions import Forbidden, ServiceUnavailable
-from blazar_lite.leases.dates import as_utc, describe_date, format_date
+from blazar_lite.leases import history
+from blazar_lite.leases.dates import as_utc, describe_date
 from blazar_lite.leases.models import TERMINATED, Lease, ReservationBooking
 from blazar_lite.settings import Settings
 from blazar_lite.webhooks import delivery
@@ -238,9 +239,7 @@ def queue_on_end(session: Session, rules: UsageRules, lease: Lease) -> None:
         return
     delivery.enqueue(session, source=SOURCE, source_id=ON_END, project_id=lease.project_id, event_type=ON_END,
                      fields={"context": {"user_id": lease.user_id, "project_id": lease.project_id},
-                             "lease": {"id": lease.id, "name": lease.name, "status": lease.status,
-                                       "start_date": format_date(lease.start_date),
-                                       "end_date": format_date(lease.end_date)}})
+                             "lease": history.lease_fields(lease)})
 
 
 def on_end_receiver(rules: UsageRules) -> delivery.ReceiverLookup:

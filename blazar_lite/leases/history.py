@@ -31,7 +31,8 @@ class HistoryEntry:
     at: dt.datetime
 
 
-def _lease_fields(lease: Lease) -> dict[str, Any]:
+def lease_fields(lease: Lease) -> dict[str, Any]:
+    """The lease as events about it show it to receivers outside the service."""
     return {"id": lease.id, "name": lease.name, "status": lease.status, "start_date": format_date(lease.start_date),
             "end_date": format_date(lease.end_date), "degraded": bool(lease.degraded)}
 
@@ -43,7 +44,7 @@ def record(session: Session, lease: Lease, event: str, message: str, detail: Map
     session.add(LeaseHistory(lease_id=lease.id, project_id=lease.project_id, event=event, status=lease.status,
                              message=message, detail=json.dumps(detail, sort_keys=True), at=at))
     subscriptions.notify(session, lease.project_id, event,
-                         {"lease": _lease_fields(lease), "message": message, "detail": detail})
+                         {"lease": lease_fields(lease), "message": message, "detail": detail})
 
 
 def lease_history(session: Session, lease_id: str, project_id: str | None) -> list[HistoryEntry]:
