@@ -311,12 +311,19 @@ class LeaseScheduler:
         self.database = database or Database(settings.database_url)
         self._owns_database = database is None
         self.worker_id = worker_identity()
+        # What the settings say, read once: they do not change while the process runs.
+        self.usage = enforcement.usage_rules(settings)
+        self.idle = idle.idle_rules(settings)
+        self.delivery_policy = delivery.DeliveryPolicy(
+            timeout=settings.webhooks_timeout, max_attempts=settings.webhooks_max_attempts,
+            retry_delay=dt.timedelta(seconds=settings.webhooks_retry_delay))
+        self.receivers = {**RECEIVERS, enforcement.SOURCE: enforcement.on_end_receiver(self.usage)}
         self._scheduler = BackgroundScheduler(timezone=dt.UTC)
         self._scheduler.add_job(self.run_once, "interval", seconds=settings.scheduler_interval, max_instances=1,
                                 coalesce=True, id=EVENTS_JOB, next_run_time=dt.datetime.now(dt.UTC))
         self._scheduler.add_job(self.refresh_statistics, "interval", seconds=STATISTICS_INTERVAL, max_instances=1,
                                 coalesce=True, id="statistics")
-        if idle.idle_rules(settings).active:
+        if self.idle.active:
             self._scheduler.add_job(self.apply_idle_policy, "interval", seconds=IDLE_INTERVAL, max_instances=1,
                                     coalesce=True, id="idle-leases")
         # Webhooks go out in a job of their own: a slow receiver never holds up a lease's event.
@@ -326,20 +333,16 @@ class LeaseScheduler:
     def apply_idle_policy(self) -> list[tuple[str, str]]:
         """Warn and end idle leases (a failure is logged); an ended one is ended by the next pass."""
         try:
-            return idle.apply(self.database, idle.idle_rules(self.settings), utcnow())
+            return idle.apply(self.database, self.idle, utcnow())
         except Exception:
             LOG.exception("idle-lease pass failed; the next one tries again")
             return []
 
     def deliver_webhooks(self) -> list[delivery.DeliveryResult]:
         """One delivery pass over the webhook events that are due (a failure is logged)."""
-        policy = delivery.DeliveryPolicy(timeout=self.settings.webhooks_timeout,
-                                         max_attempts=self.settings.webhooks_max_attempts,
-                                         retry_delay=dt.timedelta(seconds=self.settings.webhooks_retry_delay))
         try:
-            receivers = {**RECEIVERS, enforcement.SOURCE: enforcement.on_end_receiver(
-                enforcement.usage_rules(self.settings))}
-            return delivery.deliver_due(self.database, receivers, worker_id=self.worker_id, policy=policy)
+            return delivery.deliver_due(self.database, self.receivers, worker_id=self.worker_id,
+                                        policy=self.delivery_policy)
         except Exception:
             LOG.exception("webhook delivery pass failed; the next one tries again")
             return []
@@ -358,7 +361,7 @@ class LeaseScheduler:
             results = run_due_events(self.database, worker_id=self.worker_id,
                                      claim_timeout=dt.timedelta(seconds=self.settings.scheduler_claim_timeout),
                                      max_attempts=self.settings.scheduler_max_attempts,
-                                     usage=enforcement.usage_rules(self.settings))
+                                     usage=self.usage)
             notices.send_due(self.database, utcnow())
         except Exception:
             LOG.exception("scheduler pass failed; the next one tries again")
