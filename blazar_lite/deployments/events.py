@@ -86,8 +86,9 @@ def _shapes_using(session: Session, project_id: str, reservation_ids: Sequence[s
     using = []
     for deployment, shape in found:
         used = set(occupied.get(shape.id, ()))
-        if _template_reservation(shape) in wanted:
-            used.add(_template_reservation(shape))
+        named = _template_reservation(shape)
+        if named in wanted:
+            used.add(named)
         if used:
             using.append((deployment, shape, sorted(used)))
     return using

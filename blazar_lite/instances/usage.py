@@ -102,8 +102,6 @@ def lease_usage(session: Session, lease: Lease, now: dt.datetime | None = None) 
     report = []
     for reservation in reservations:
         mine = [span for span in spans if span.reservation_id == reservation.id]
-        clipped = _clipped(mine, start, end, now)
-        running = sum(1 for span in mine if span.ended_at is None)
         if reservation.resource_type == PHYSICAL_HOST:
             capacity = hosts.get(reservation.id, 0)
             used = sum(_union_hours(_clipped([s for s in mine if s.node == node], start, end, now))
@@ -111,7 +109,8 @@ def lease_usage(session: Session, lease: Lease, now: dt.datetime | None = None) 
             running = len({span.node for span in mine if span.ended_at is None})
         else:
             capacity = reservation.amount or 0
-            used = sum((finish - begin) / HOUR for begin, finish in clipped)
+            used = sum((finish - begin) / HOUR for begin, finish in _clipped(mine, start, end, now))
+            running = sum(1 for span in mine if span.ended_at is None)
         report.append(ReservationUsage(reservation.id, reservation.resource_type, capacity,
                                        round(capacity * elapsed, 4), round(used, 4), running))
     return report

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from blazar_lite.exceptions import BadRequest, NotFound
@@ -91,7 +91,8 @@ def create_subscription(session: Session, project_id: str, body: object) -> Subs
     row = Subscription(id=str(uuidlib.uuid4()), project_id=project_id, url=read_url(data.get("url"), "url"),
                        secret=read_secret(data.get("secret"), "secret"), events=json.dumps(_events(data.get("events"))),
                        description=_description(data.get("description")))
-    count = len(session.scalars(select(Subscription.id).where(Subscription.project_id == project_id)).all())
+    count = session.scalar(select(func.count()).select_from(Subscription)
+                           .where(Subscription.project_id == project_id)) or 0
     if count >= MAX_PER_PROJECT:
         raise BadRequest(f"Project {project_id} has {count} webhooks, the most it may have; delete one first.")
     session.add(row)
