@@ -21,13 +21,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from blazar_lite.auth.context import RequestContext
 from blazar_lite.db import utcnow
 from blazar_lite.exceptions import BadRequest, NotEnoughResources, NotFound
-from blazar_lite.hosts.models import ExtraCapability, Host
+from blazar_lite.hosts.models import Host
 from blazar_lite.leases import availability, service
 from blazar_lite.leases.dates import (
     describe_date,
@@ -225,21 +225,9 @@ def _cluster(session: Session, requests: Sequence[service._Request], cleaning_ti
 
 
 def _attributes_of_offered(session: Session, capacity: Mapping[int, object]) -> dict[int, dict[str, object]]:
-    """What filters read of the offered hosts, as `service._attributes_of` gives it, read by the
-    hosts' state rather than by a list of ids: a list of ten thousand ids costs more to send
-    than the rows themselves."""
-    offered = (Host.reservable.is_(True), Host.status == "up")
-    attributes: dict[int, dict[str, object]] = {}
-    for row in session.execute(select(Host.id, *(getattr(Host, name) for name in service._HOST_ATTRIBUTES))
-                               .where(*offered)):
-        if row[0] in capacity:
-            attributes[row[0]] = dict(zip(service._HOST_ATTRIBUTES, row[1:], strict=True))
-    for host_id, name, value in session.execute(
-            select(ExtraCapability.host_id, ExtraCapability.name, ExtraCapability.value)
-            .join(Host, Host.id == ExtraCapability.host_id).where(*offered)):
-        if host_id in attributes:
-            attributes[host_id].setdefault(name, value)
-    return attributes
+    """What filters read of the offered hosts, selected by the hosts' state rather than by a
+    list of ids: a list of ten thousand ids costs more to send than the rows themselves."""
+    return service.host_attributes(session, and_(Host.reservable.is_(True), Host.status == "up"), capacity)
 
 
 def _horizons(search: SearchWindow) -> Iterable[dt.datetime]:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid as uuidlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, delete, or_, select
+from sqlalchemy import ColumnElement, and_, delete, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -292,18 +292,24 @@ def _offered(session: Session, exclude_lease_id: str | None = None, *, lock: boo
             if reservable and status == "up"}
 
 
-def _attributes_of(session: Session, ids: Sequence[int]) -> dict[int, dict[str, object]]:
-    """What filters read of each host: its fields, then its extra capabilities."""
+def host_attributes(session: Session, selected: ColumnElement[bool],
+                    keep: Container[int]) -> dict[int, dict[str, object]]:
+    """What filters read of the hosts `selected` picks that are in `keep`: their fields, then
+    their extra capabilities."""
     attributes: dict[int, dict[str, object]] = {}
-    if ids:
-        for row in session.execute(select(Host.id, *(getattr(Host, name) for name in _HOST_ATTRIBUTES))
-                                   .where(Host.id.in_(ids))):
+    for row in session.execute(select(Host.id, *(getattr(Host, name) for name in _HOST_ATTRIBUTES)).where(selected)):
+        if row[0] in keep:
             attributes[row[0]] = dict(zip(_HOST_ATTRIBUTES, row[1:], strict=True))
-        for host_id, name, value in session.execute(
-                select(ExtraCapability.host_id, ExtraCapability.name, ExtraCapability.value)
-                .where(ExtraCapability.host_id.in_(ids))):
+    for host_id, name, value in session.execute(
+            select(ExtraCapability.host_id, ExtraCapability.name, ExtraCapability.value)
+            .join(Host, Host.id == ExtraCapability.host_id).where(selected)):
+        if host_id in attributes:
             attributes[host_id].setdefault(name, value)
     return attributes
+
+
+def _attributes_of(session: Session, ids: Sequence[int]) -> dict[int, dict[str, object]]:
+    return host_attributes(session, Host.id.in_(ids), set(ids)) if ids else {}
 
 
 def _overlap(window: availability.Window, cleaning_time: dt.timedelta, exclude_lease_id: str | None) -> list[Any]:
