@@ -7,16 +7,19 @@ at the same moment each take rows the other has not locked, and neither waits. O
 write transaction begins with BEGIN IMMEDIATE, which already makes claiming exclusive.
 
 An event whose claim expired while IN_PROGRESS belongs to a process that died mid-run: it is
-due again. An UNDONE event with `claimed_until` in the future is waiting to be retried after a
-transient failure: it is not due before then.
+due again. So, at once, is an event whose holder is known to have died (scheduler.liveness).
+An UNDONE event with `claimed_until` in the future is waiting to be retried after a transient
+failure: it is not due before then.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import socket
 import uuid as uuidlib
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from sqlalchemy import and_, case, exists, func, or_, select
@@ -24,6 +27,9 @@ from sqlalchemy.orm import Session, aliased
 
 from blazar_lite.db import Database
 from blazar_lite.leases.models import BEFORE_END_LEASE, END_LEASE, IN_PROGRESS, START_LEASE, UNDONE, Event
+from blazar_lite.scheduler.liveness import Liveness
+
+LOG = logging.getLogger(__name__)
 
 # Ends before starts, so that back-to-back leases on one host hand it over cleanly.
 EVENT_ORDER = (BEFORE_END_LEASE, END_LEASE, START_LEASE)
@@ -46,10 +52,12 @@ def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuidlib.uuid4().hex[:8]}"
 
 
-def _due(now: dt.datetime):  # type: ignore[no-untyped-def]
+def _due(now: dt.datetime, dead: Collection[str] = ()):  # type: ignore[no-untyped-def]
     waiting = and_(Event.status == UNDONE, Event.time <= now,
                    or_(Event.claimed_until.is_(None), Event.claimed_until <= now))
     abandoned = and_(Event.status == IN_PROGRESS, Event.claimed_until <= now)
+    if dead:
+        abandoned = or_(abandoned, and_(Event.status == IN_PROGRESS, Event.claimed_by.in_(sorted(dead))))
     # A lease's end (and the warning before it) never overtakes its start, even when a scheduler
     # that was down finds both due in one pass.
     start = aliased(Event)
@@ -59,18 +67,28 @@ def _due(now: dt.datetime):  # type: ignore[no-untyped-def]
 
 
 def claim_due_events(database: Database, worker_id: str, now: dt.datetime, claim_timeout: dt.timedelta,
-                     limit: int = 20) -> list[Claim]:
+                     limit: int = 20, liveness: Liveness | None = None) -> list[Claim]:
     """Claim up to `limit` events due at `now`, in the order before_end, end, start (then by time),
-    for `worker_id` until now + claim_timeout. Committed before returning."""
+    for `worker_id` until now + claim_timeout; with `liveness`, also the events other schedulers
+    claimed and died holding. Committed before returning."""
     with database.transaction() as session:
-        return _claim(session, worker_id, now, claim_timeout, limit)
+        dead = liveness.dead(_holders(session, worker_id, now)) if liveness is not None else set()
+        if dead:
+            LOG.info("taking over the claims of stopped schedulers %s", ", ".join(sorted(dead)))
+        return _claim(session, worker_id, now, claim_timeout, limit, dead)
+
+
+def _holders(session: Session, worker_id: str, now: dt.datetime) -> list[str]:
+    """The other workers holding claims that have not expired."""
+    return list(session.scalars(select(Event.claimed_by).distinct().where(
+        Event.status == IN_PROGRESS, Event.claimed_until > now, Event.claimed_by != worker_id)))
 
 
 def _claim(session: Session, worker_id: str, now: dt.datetime, claim_timeout: dt.timedelta,
-           limit: int) -> list[Claim]:
+           limit: int, dead: Collection[str] = ()) -> list[Claim]:
     order = case({name: rank for rank, name in enumerate(EVENT_ORDER)}, value=Event.event_type,
                  else_=len(EVENT_ORDER))
-    stmt = select(Event).where(_due(now)).order_by(order, Event.time, Event.id).limit(limit)
+    stmt = select(Event).where(_due(now, dead)).order_by(order, Event.time, Event.id).limit(limit)
     if session.get_bind().dialect.name == "postgresql":
         stmt = stmt.with_for_update(skip_locked=True, of=Event)
     claims = []

@@ -36,6 +36,7 @@ from blazar_lite.leases.models import (
     Lease,
 )
 from blazar_lite.scheduler.claims import Claim, claim_due_events, held, holds, next_due_time, worker_identity
+from blazar_lite.scheduler.liveness import Liveness
 from blazar_lite.settings import Settings
 from blazar_lite.webhooks import delivery, subscriptions
 
@@ -267,14 +268,16 @@ def run_claim(database: Database, claim: Claim, worker_id: str, *, now: dt.datet
 
 def run_due_events(database: Database, now: dt.datetime | None = None, worker_id: str | None = None, *,
                    claim_timeout: dt.timedelta = DEFAULT_CLAIM_TIMEOUT, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-                   batch_size: int = 20, usage: enforcement.UsageRules = enforcement.NO_LIMITS) -> list[EventResult]:
+                   batch_size: int = 20, usage: enforcement.UsageRules = enforcement.NO_LIMITS,
+                   liveness: Liveness | None = None) -> list[EventResult]:
     """One scheduler pass: claim the events due at `now` (default: the current time), a batch at
-    a time, and run each, until none is left. Returns what happened to each, in running order."""
+    a time, and run each, until none is left; with `liveness`, the events of schedulers that died
+    holding them are due too. Returns what happened to each, in running order."""
     worker_id = worker_id or worker_identity()
     results: list[EventResult] = []
     while True:
         moment = now or utcnow()
-        claims = claim_due_events(database, worker_id, moment, claim_timeout, batch_size)
+        claims = claim_due_events(database, worker_id, moment, claim_timeout, batch_size, liveness)
         if not claims:
             return results
         # Events past their attempts go to ERROR without being marked again.
@@ -311,6 +314,7 @@ class LeaseScheduler:
         self.database = database or Database(settings.database_url)
         self._owns_database = database is None
         self.worker_id = worker_identity()
+        self.liveness = Liveness(self.database, self.worker_id)
         # What the settings say, read once: they do not change while the process runs.
         self.usage = enforcement.usage_rules(settings)
         self.idle = idle.idle_rules(settings)
@@ -358,10 +362,11 @@ class LeaseScheduler:
         """One pass; a failure of the pass itself (database down) is logged, and the next pass tries again.
         Afterwards the next pass is brought forward to the next event's time when that comes first."""
         try:
+            self.liveness.hold()
             results = run_due_events(self.database, worker_id=self.worker_id,
                                      claim_timeout=dt.timedelta(seconds=self.settings.scheduler_claim_timeout),
                                      max_attempts=self.settings.scheduler_max_attempts,
-                                     usage=self.usage)
+                                     usage=self.usage, liveness=self.liveness)
             notices.send_due(self.database, utcnow())
         except Exception:
             LOG.exception("scheduler pass failed; the next one tries again")
@@ -392,6 +397,7 @@ class LeaseScheduler:
     def shutdown(self) -> None:
         """Stop, letting a running pass finish its current event."""
         self._scheduler.shutdown(wait=True)
+        self.liveness.release()
         if self._owns_database:
             self.database.dispose()
         LOG.info("lease scheduler %s stopped", self.worker_id)
