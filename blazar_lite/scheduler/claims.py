@@ -52,10 +52,15 @@ def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuidlib.uuid4().hex[:8]}"
 
 
-def _due(now: dt.datetime, dead: Collection[str] = ()):  # type: ignore[no-untyped-def]
+def _due(now: dt.datetime, dead: Collection[str] = (), worker_id: str | None = None):  # type: ignore[no-untyped-def]
     waiting = and_(Event.status == UNDONE, Event.time <= now,
                    or_(Event.claimed_until.is_(None), Event.claimed_until <= now))
     abandoned = and_(Event.status == IN_PROGRESS, Event.claimed_until <= now)
+    if worker_id is not None:
+        # A worker runs one pass at a time: its own claims still IN_PROGRESS when a pass begins
+        # are left from a pass that failed before recording how they went (the database went
+        # away mid-pass). Waiting for them to expire would hold those leases for the claim timeout.
+        abandoned = or_(abandoned, and_(Event.status == IN_PROGRESS, Event.claimed_by == worker_id))
     if dead:
         abandoned = or_(abandoned, and_(Event.status == IN_PROGRESS, Event.claimed_by.in_(sorted(dead))))
     # A lease's end (and the warning before it) never overtakes its start, even when a scheduler
@@ -88,7 +93,7 @@ def _claim(session: Session, worker_id: str, now: dt.datetime, claim_timeout: dt
            limit: int, dead: Collection[str] = ()) -> list[Claim]:
     order = case({name: rank for rank, name in enumerate(EVENT_ORDER)}, value=Event.event_type,
                  else_=len(EVENT_ORDER))
-    stmt = select(Event).where(_due(now, dead)).order_by(order, Event.time, Event.id).limit(limit)
+    stmt = select(Event).where(_due(now, dead, worker_id)).order_by(order, Event.time, Event.id).limit(limit)
     if session.get_bind().dialect.name == "postgresql":
         stmt = stmt.with_for_update(skip_locked=True, of=Event)
     claims = []

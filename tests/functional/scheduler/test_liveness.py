@@ -154,3 +154,20 @@ def test_a_scheduler_shows_life_again_after_its_connection_dropped(pg_scratch_ur
     finally:
         first.dispose()
         second.dispose()
+
+
+def test_a_scheduler_takes_back_its_own_claims_left_by_a_pass_that_failed(
+        client: FlaskClient, database: Database) -> None:
+    register(client, "compute-1")
+    start = moment(START)
+    created = create_lease(client, "l1", [physical()], start, start + LENGTH)
+    now = start + SECOND
+    # The pass claimed the start, then the database went away before it could record anything.
+    [claim] = claims.claim_due_events(database, "here:1:me", now, TIMEOUT, limit=1)
+    # Another scheduler leaves it alone (its holder lives) ...
+    assert run_due_events(database, now=now + SECOND, worker_id="here:2:other") == []
+    # ... and the holder's next pass runs it, without waiting for the claim to expire.
+    assert outcomes(run_due_events(database, now=now + SECOND, worker_id="here:1:me")) == [("start_lease", RAN)]
+    assert lease(client, created["id"])["status"] == "ACTIVE"
+    with database.read() as session:
+        assert session.get(Event, claim.event_id).attempts == 2
