@@ -154,7 +154,9 @@ def check_command(ctx: click.Context, claim_timeout: int | None, output_format: 
     database = Database(settings.database_url)
     timeout = dt.timedelta(seconds=claim_timeout if claim_timeout is not None else settings.scheduler_claim_timeout)
     try:
-        with database.read() as session:
+        # One snapshot for every rule: on a live database, tables read at different instants
+        # would disagree about a lease that started in between.
+        with database.snapshot() as session:
             found = checks.run(session, dt.datetime.now(dt.UTC), timeout)
     finally:
         database.dispose()

@@ -68,6 +68,11 @@ class Database:
         self._reader = sessionmaker(self.engine, expire_on_commit=False)
         self._writer = sessionmaker(self.engine.execution_options(**{_WRITE_OPTION: True}),
                                     expire_on_commit=False)
+        # A SQLite read transaction already sees one snapshot throughout (WAL); PostgreSQL's
+        # default, READ COMMITTED, gives each statement a newer one.
+        self._snapshot = self._reader if self.engine.dialect.name == "sqlite" else sessionmaker(
+            self.engine.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True),
+            expire_on_commit=False)
 
     @property
     def dialect(self) -> str:
@@ -83,6 +88,13 @@ class Database:
     def read(self) -> Iterator[Session]:
         """A read-only transaction (never takes SQLite's write lock)."""
         with self._reader() as session:
+            yield session
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[Session]:
+        """A read-only transaction whose every statement sees the database as of one instant: for
+        reads that compare several tables while others write to them."""
+        with self._snapshot() as session:
             yield session
 
     def dispose(self) -> None:

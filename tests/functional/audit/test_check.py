@@ -6,13 +6,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from flask.testing import FlaskClient
-from sqlalchemy import select, text, update
+from sqlalchemy import func, select, text, update
 
 from blazar_lite.audit import checks
 from blazar_lite.cli import main
@@ -138,3 +139,16 @@ def test_the_command_exits_0_on_a_sound_database_and_1_with_a_report(settings, d
     assert damaged.exit_code == 1 and "usage_counter: inventory" in damaged.output
     report = json.loads(invoke(settings, "-f", "json").output)
     assert {v["rule"] for v in report["violations"]} == {"usage_counter"}
+
+
+def test_the_check_reads_one_snapshot_while_others_write(database: Database) -> None:
+    """Every rule compares tables; a lease that starts between two of its reads would look half
+    started. The check's transaction sees none of what commits after its first read."""
+    with database.snapshot() as session:
+        before = session.scalar(select(func.count()).select_from(Lease))
+        with database.transaction() as writer:
+            writer.add(Lease(id=str(uuid.uuid4()), name="late", project_id="p", user_id="u", start_date=moment(START),
+                             end_date=moment(START + LENGTH), status="PENDING"))
+        assert session.scalar(select(func.count()).select_from(Lease)) == before
+    with database.read() as session:
+        assert session.scalar(select(func.count()).select_from(Lease)) == before + 1
