@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from sqlalchemy.engine import make_url
 
 STARTUP_SECONDS = 60
+IDLE_SECONDS = 1.0
 
 
 def free_port() -> int:
@@ -300,17 +301,23 @@ class Client:
         self.tally = tally
         self.timeout = timeout
         self._connection: http.client.HTTPConnection | None = None
+        self._last_used = 0.0
 
     def call(self, method: str, path: str, body: Any = None, route: str | None = None) -> Answer | None:
         """The answer, counted under `route`; None (counted as a failure) when there was none."""
         route = f"{method} {route or path}"
         data = None if body is None else json.dumps(body)
+        if time.monotonic() - self._last_used > IDLE_SECONDS:
+            # gunicorn closes a keep-alive connection idle for 2 s; a request sent on one it is
+            # closing would go unanswered for no fault of the service.
+            self.close()
         try:
             if self._connection is None:
                 self._connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
             self._connection.request(method, path, body=data, headers=self.headers)
             response = self._connection.getresponse()
             raw = response.read()
+            self._last_used = time.monotonic()
         except (OSError, http.client.HTTPException) as exc:
             self.close()
             self.tally.failed(route, f"no answer: {type(exc).__name__}: {exc}")
