@@ -87,7 +87,9 @@ OPTIONS: tuple[Option, ...] = (
            "(Blazar's event_interval); an event that falls due sooner gets a pass at its time.", minimum=1),
     Option("scheduler", "claim_timeout", int, 300,
            "Seconds a scheduler process holds an event it claimed; an event still running after that "
-           "is taken to belong to a process that died, and another scheduler runs it again.", minimum=10),
+           "is taken to belong to a process that died, and another scheduler runs it again. A scheduler "
+           "known to have died (its PostgreSQL session is gone; on SQLite, its process) loses its "
+           "claims at once, at another scheduler's next pass.", minimum=10),
     Option("scheduler", "max_attempts", int, 5,
            "Times an event is tried when it meets a transient failure (database unavailable, "
            "lease busy), waiting longer after each, before the event and its lease go to ERROR.", minimum=1),

@@ -204,14 +204,25 @@ def pg_required() -> bool:
     return _flag("CI") or _flag(PG_REQUIRED_ENV)
 
 
+LONG_RUNS = ("soak", "chaos")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Leave PostgreSQL tests out of a plain run that has no server to give them.
 
     They run when BLAZAR_LITE_TEST_PG_URL or BLAZAR_LITE_TEST_PG_REQUIRED is set, or when a marker
     expression (`-m postgres`) chooses them; then a missing server makes them fail or skip as
     `pg_server_url` decides. Left out, they are reported as deselected, never as passed.
+    The soak and chaos runs are left out likewise unless the marker expression names them.
     """
-    if config.getoption("markexpr") or pg_url() or _flag(PG_REQUIRED_ENV):
+    markexpr = config.getoption("markexpr") or ""
+    # The soak and chaos runs take minutes: only a marker expression that names them runs them.
+    long_runs = [item for item in items if any(item.get_closest_marker(name) and name not in markexpr
+                                               for name in LONG_RUNS)]
+    if long_runs:
+        config.hook.pytest_deselected(items=long_runs)
+        items[:] = [item for item in items if item not in long_runs]
+    if markexpr or pg_url() or _flag(PG_REQUIRED_ENV):
         return
     postgres = [item for item in items if item.get_closest_marker("postgres")]
     if postgres:
