@@ -27,7 +27,7 @@ from tests.stress.conftest import blazar_date, register_hosts, utcnow
 
 pytestmark = pytest.mark.chaos
 
-INTERVAL = 2
+INTERVAL = 3
 # The claim timeout stays at its default (5 minutes): recovery must not wait for it.
 SETTINGS = f"""
 [scheduler]
