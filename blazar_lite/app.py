@@ -56,6 +56,11 @@ class _Api(Api):
     def _register_error_handlers(self) -> None:  # noqa: D401 - overriding a hook
         web.register_error_handlers(self._app)
 
+    def _register_responses(self) -> None:  # noqa: D401 - overriding a hook
+        # Every error response documents the bodies we send (Blazar's or Placement's format).
+        self.ERROR_SCHEMA = web.error_body_schema(self.spec)
+        super()._register_responses()
+
 
 def create_app(settings: Settings, database: Database | None = None) -> Flask:
     """Build the WSGI application for `settings` (a database may be passed in to share it)."""

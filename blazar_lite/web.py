@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import Flask, Response, current_app, g, has_request_context, jsonify, request
-from marshmallow import Schema, ValidationError, fields
+from marshmallow import INCLUDE, Schema, ValidationError, fields
 from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 
@@ -147,6 +147,43 @@ def raw_field(description: str) -> fields.Raw:
     """A body field documented but not typed by the schema: the service checks its type, with a
     message that names the field (and accepts what Blazar's clients send, e.g. "True")."""
     return fields.Raw(allow_none=True, metadata={"description": description})
+
+
+class BlazarErrorSchema(Schema):
+    """The error body under /v1 (and the API's root)."""
+
+    class Meta:
+        # A scriptlet's error adds where the problem is (line, column).
+        unknown = INCLUDE
+
+    error_code = fields.Integer(required=True, metadata={"description": "The HTTP status."})
+    error_name = fields.String(required=True, metadata={"description": "What kind of error, e.g. InvalidInput."})
+    error_message = fields.String(required=True, metadata={"description": "What went wrong and what to change."})
+
+
+class PlacementErrorSchema(Schema):
+    class Meta:
+        unknown = INCLUDE
+
+    status = fields.Integer(required=True)
+    title = fields.String(required=True)
+    detail = fields.String(required=True)
+    code = fields.String(required=True)
+    request_id = fields.String(required=True)
+
+
+class PlacementErrorsSchema(Schema):
+    """The error body under /placement."""
+
+    errors = fields.List(fields.Nested(PlacementErrorSchema), required=True)
+
+
+def error_body_schema(spec) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """Register the two error bodies with the apispec `spec`; return the schema that is either."""
+    spec.components.schema("BlazarError", schema=BlazarErrorSchema)
+    spec.components.schema("PlacementErrors", schema=PlacementErrorsSchema)
+    return {"oneOf": [{"$ref": "#/components/schemas/BlazarError"},
+                      {"$ref": "#/components/schemas/PlacementErrors"}]}
 
 
 class _MediaTypeError(ServiceError):

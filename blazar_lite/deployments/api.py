@@ -27,8 +27,9 @@ class DeploymentBody(Schema):
         unknown = INCLUDE
 
     name = web.raw_field("Unique within the project: letters, digits, '-', '_' and '.'.")
-    description = web.raw_field("Free text.")
-    config = web.raw_field("An object of string values.")
+    description = web.raw_field("Free text, at most 1024 characters.")
+    config = web.raw_field("An object of string values: at most 100 keys of at most 255 characters, values of at "
+                           "most 4096.")
     governor_webhook_url = web.raw_field("Where events for the governor are sent (http:// or https://), or null.")
     governor_webhook_secret = web.raw_field("The key of the HMAC that signs those events (16 to 128 characters); "
                                             "a random one when left out at creation.")
@@ -39,8 +40,9 @@ class ShapeBody(Schema):
         unknown = INCLUDE
 
     name = web.raw_field("Unique within the deployment.")
-    description = web.raw_field("Free text.")
-    config = web.raw_field("An object of string values.")
+    description = web.raw_field("Free text, at most 1024 characters.")
+    config = web.raw_field("An object of string values: at most 100 keys of at most 255 characters, values of at "
+                           "most 4096.")
     instance_template = web.raw_field("An instance-create body without name: flavor_id, or vcpus/memory_mb/"
                                       "disk_gb, and optionally reservation_id.")
     scaling_minimum = web.raw_field("Instances the shape keeps at least (>= 0).")
@@ -346,7 +348,7 @@ class KeyBody(Schema):
         unknown = INCLUDE
 
     name = web.raw_field("Unique within the deployment; a governor's token names it in its `kid` header.")
-    description = web.raw_field("Free text.")
+    description = web.raw_field("Free text, at most 1024 characters.")
     role = web.raw_field("admin (may scale) or read-only (may only read).")
     certificate = web.raw_field("The governor's public certificate in PEM (RSA, or EC on P-256).")
 

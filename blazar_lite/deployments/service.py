@@ -78,11 +78,17 @@ def read_name(value: object, what: str) -> str:
     return value
 
 
+MAX_DESCRIPTION = 1024
+MAX_CONFIG_KEYS = 100
+MAX_CONFIG_KEY = 255
+MAX_CONFIG_VALUE = 4096
+
+
 def _description(value: object) -> str:
     if value is None:
         return ""
-    if not isinstance(value, str):
-        raise BadRequest("Invalid description: give a string.")
+    if not isinstance(value, str) or len(value) > MAX_DESCRIPTION:
+        raise BadRequest(f"Invalid description: give a string of at most {MAX_DESCRIPTION} characters.")
     return value
 
 
@@ -91,6 +97,15 @@ def _config(value: object) -> dict[str, str]:
         return {}
     if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         raise BadRequest('Invalid config: give an object of strings, like {"user.tier": "web"}.')
+    if len(value) > MAX_CONFIG_KEYS:
+        raise BadRequest(f"Invalid config: {len(value)} keys, at most {MAX_CONFIG_KEYS} are allowed.")
+    for key, item in value.items():
+        if len(key) > MAX_CONFIG_KEY:
+            raise BadRequest(f"Invalid config: the key {key[:40]!r}... has {len(key)} characters, at most "
+                             f"{MAX_CONFIG_KEY} are allowed.")
+        if len(item) > MAX_CONFIG_VALUE:
+            raise BadRequest(f"Invalid config: the value of {key!r} has {len(item)} characters, at most "
+                             f"{MAX_CONFIG_VALUE} are allowed.")
     return dict(value)
 
 
@@ -134,7 +149,10 @@ def _template(value: object) -> dict[str, Any]:
 def _merged_config(stored: str, given: object) -> str:
     """A PATCH of a config map: `given` keys set, an empty value removing its key."""
     merged = {**_loads(stored), **_config(given)}
-    return json.dumps({key: value for key, value in merged.items() if value != ""})
+    kept = {key: value for key, value in merged.items() if value != ""}
+    if len(kept) > MAX_CONFIG_KEYS:
+        raise BadRequest(f"Invalid config: {len(kept)} keys once merged, at most {MAX_CONFIG_KEYS} are allowed.")
+    return json.dumps(kept)
 
 
 def _loads(text: str) -> Any:

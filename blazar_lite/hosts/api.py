@@ -44,7 +44,8 @@ def _text() -> fields.String:
 
 
 class HostCreate(Schema):
-    """A host registration; every key not listed here is an extra capability (a string)."""
+    """A host registration; every key not listed here is an extra capability (a string): at most 100
+    of them, names of at most 64 characters, values of at most 255."""
 
     class Meta:
         unknown = INCLUDE
@@ -64,7 +65,8 @@ class HostCreate(Schema):
 
 
 class HostUpdate(Schema):
-    """Extra capabilities to set (a string) or unset (null), and the host's state."""
+    """Extra capabilities to set (a string) or unset (null), and the host's state: at most 100
+    extra capabilities, names of at most 64 characters, values of at most 255."""
 
     class Meta:
         unknown = INCLUDE

@@ -11,6 +11,9 @@ from blazar_lite.db.base import Base, UTCDateTime, utcnow
 
 # Blazar's limit on extra capability names (longer ones are refused with this very message).
 MAX_CAPABILITY_NAME = 64
+MAX_CAPABILITY_VALUE = 255
+# Extra capabilities set in one request.
+MAX_CAPABILITIES = 100
 
 
 class Host(Base):

@@ -28,7 +28,13 @@ from sqlalchemy.orm import Session
 from blazar_lite.db import utcnow
 from blazar_lite.exceptions import BadRequest, Conflict, NotFound
 from blazar_lite.hosts import properties
-from blazar_lite.hosts.models import MAX_CAPABILITY_NAME, ExtraCapability, Host
+from blazar_lite.hosts.models import (
+    MAX_CAPABILITIES,
+    MAX_CAPABILITY_NAME,
+    MAX_CAPABILITY_VALUE,
+    ExtraCapability,
+    Host,
+)
 from blazar_lite.hosts.reservations import HostReservation, reservations_of_hosts
 from blazar_lite.placement.backend import EmbeddedPlacement, PlacementBackend
 from blazar_lite.placement.providers import ProviderView
@@ -128,8 +134,12 @@ def _check_resource(name: str, value: int | None) -> None:
 
 
 def check_capabilities(capabilities: Mapping[str, Any], *, allow_unset: bool) -> dict[str, str | None]:
-    """The extra capabilities, checked: names of 1 to 64 characters that are not host fields,
-    string values (None, meaning unset, only when `allow_unset`)."""
+    """The extra capabilities, checked: at most MAX_CAPABILITIES of them, names of 1 to 64
+    characters that are not host fields, string values of at most MAX_CAPABILITY_VALUE characters
+    (None, meaning unset, only when `allow_unset`)."""
+    if len(capabilities) > MAX_CAPABILITIES:
+        raise BadRequest(f"Too many extra capabilities: {len(capabilities)}, at most {MAX_CAPABILITIES} may be set "
+                         "in one request.")
     checked: dict[str, str | None] = {}
     for key, value in capabilities.items():
         if not key.strip():
@@ -145,6 +155,9 @@ def check_capabilities(capabilities: Mapping[str, Any], *, allow_unset: bool) ->
         if value is not None and not isinstance(value, str):
             raise BadRequest(f"Invalid extra capability '{key}': its value must be a string (e.g. \"{value}\"), "
                              f"not {type(value).__name__}.")
+        if value is not None and len(value) > MAX_CAPABILITY_VALUE:
+            raise BadRequest(f"Invalid input for field '{key}': {len(value)} characters, at most "
+                             f"{MAX_CAPABILITY_VALUE} are allowed in an extra capability's value.")
         checked[key] = value
     return checked
 

@@ -63,7 +63,8 @@ class LeaseCreate(Schema):
     before_end_notifications = fields.Raw(allow_none=True, metadata={
         "description": 'More notices that the end is near, as offsets before it: ["24h", "1h"] (m, h or d, or '
                        "minutes). Each is a lease.before_end entry in the history, sent to the project's webhooks."})
-    reservations = fields.List(fields.Nested(LeaseReservationCreate), allow_none=True)
+    reservations = fields.List(fields.Nested(LeaseReservationCreate), allow_none=True,
+                               metadata={"description": "At most 100 reservations.", "maxItems": 100})
     events = fields.List(fields.Raw(), metadata={"description": "Ignored; events follow from the dates."})
 
 

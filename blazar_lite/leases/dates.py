@@ -11,6 +11,9 @@ Accepted in requests (`parse_date`):
   `+HH`, `+HHMM`, `+HH:MM`). This covers `"YYYY-MM-DDTHH:MM:SS.ffffff"`, the format we answer
   with, so a client can PUT back a date it read. A date without a time of day is refused, as
   Blazar refuses it.
+Dates are accepted from EARLIEST_DATE up to (not including) LATEST_DATE, and durations up to
+MAX_DURATION: far enough for any lease, near enough that adding the spans the service works with
+(a search window, a duration, cleaning time) can never run past what a datetime holds.
 
 Returned in responses: `format_date` for lease and event dates (`YYYY-MM-DDTHH:MM:SS.ffffff`,
 the format python-blazarclient parses for --prolong-for and friends) and `format_timestamp` for
@@ -24,6 +27,7 @@ minute, is a valid start, even though by the time the request is served it lies 
 from __future__ import annotations
 
 import re
+import reprlib
 from datetime import UTC, datetime, timedelta, timezone
 
 from blazar_lite.exceptions import BadRequest
@@ -37,6 +41,10 @@ END_IN_THE_PAST = "End date must be later than current date"
 STARTED_LEASE_START_CHANGE = "Cannot modify the start date of already started leases"
 TERMINATED_LEASE_CHANGE = "Terminated leases can only be renamed"
 BEFORE_END_OUTSIDE_LEASE = "before_end_date must be later than start_date and earlier than end_date"
+
+EARLIEST_DATE = datetime(1000, 1, 1, tzinfo=UTC)
+LATEST_DATE = datetime(9000, 1, 1, tzinfo=UTC)
+MAX_DURATION = timedelta(days=36525)
 
 _DATE = re.compile(
     r"""
@@ -82,10 +90,15 @@ def parse_date(value: object, now: datetime) -> datetime:
         match = _DATE.fullmatch(text)
         if match is not None:
             try:
-                return _datetime_of(match)
+                moment = _datetime_of(match)
             except (ValueError, OverflowError):
                 # Out-of-range fields (month 13, 25:00, an offset pushing year 1 back) fall through.
                 pass
+            else:
+                if not EARLIEST_DATE <= moment < LATEST_DATE:
+                    raise BadRequest(f"{value} is out of range: dates must be from {describe_date(EARLIEST_DATE)} "
+                                     f"and before {describe_date(LATEST_DATE)} (UTC).")
+                return moment
     raise BadRequest(invalid_date_message(value))
 
 
@@ -210,19 +223,29 @@ def before_end_time(start: datetime, end: datetime, before_end: datetime | None,
 
 _DURATION_PART = re.compile(r"(\d+)([mhd])", re.ASCII)
 _DURATION_UNITS = (("d", timedelta(days=1)), ("h", timedelta(hours=1)), ("m", timedelta(minutes=1)))
+_UNIT_MINUTES = {"d": 24 * 60, "h": 60, "m": 1}
+# A number with more significant digits than MAX_DURATION has minutes is over the limit whatever
+# its unit; checking this first keeps int() from reading an arbitrarily long number.
+_DURATION_DIGITS = len(str(MAX_DURATION // timedelta(minutes=1)))
 
 
 def parse_duration(value: object, name: str = "duration") -> timedelta:
     """A positive duration written as a number and a unit, or several: 90m, 24h, 2d, 1d12h
-    (m minutes, h hours, d days); BadRequest naming the field `name` otherwise."""
+    (m minutes, h hours, d days), at most MAX_DURATION; BadRequest naming the field `name` otherwise."""
     text = value.strip().lower() if isinstance(value, str) else ""
+    shown = reprlib.repr(value)
     if not text or _DURATION_PART.sub("", text):
-        raise BadRequest(f"Invalid input for field '{name}': {value!r} is not a duration; write a number and a "
+        raise BadRequest(f"Invalid input for field '{name}': {shown} is not a duration; write a number and a "
                          "unit (m, h or d) such as 90m, 24h, 2d or 1d12h.")
-    units = dict(_DURATION_UNITS)
-    duration = sum((int(number) * units[unit] for number, unit in _DURATION_PART.findall(text)), timedelta(0))
+    parts = _DURATION_PART.findall(text)
+    limit = MAX_DURATION // timedelta(minutes=1)
+    if any(len(number.lstrip("0")) > _DURATION_DIGITS for number, _ in parts) or \
+            sum(int(number) * _UNIT_MINUTES[unit] for number, unit in parts) > limit:
+        raise BadRequest(f"Invalid input for field '{name}': {shown} is longer than the limit of "
+                         f"{describe_duration(MAX_DURATION)}.")
+    duration = timedelta(minutes=sum(int(number) * _UNIT_MINUTES[unit] for number, unit in parts))
     if duration <= timedelta(0):
-        raise BadRequest(f"Invalid input for field '{name}': {value!r} is not longer than zero.")
+        raise BadRequest(f"Invalid input for field '{name}': {shown} is not longer than zero.")
     return duration
 
 

@@ -52,6 +52,9 @@ from blazar_lite.leases.properties import combine, parse_filter
 from blazar_lite.placement.backend import EmbeddedPlacement, PlacementBackend
 
 MAX_INT = 2147483647
+# Reservations in one lease: far more than any lease needs, few enough that checking a request
+# for room stays quick.
+MAX_RESERVATIONS = 100
 DEFAULT_MINUTES_BEFORE_END = 60
 RESOURCE_CLASS_PREFIX = "CUSTOM_RESERVATION_"
 
@@ -232,6 +235,9 @@ def _requests(session: Session, specs: object, project_id: str) -> list[_Request
         specs = []
     if not isinstance(specs, list):
         raise _invalid("reservations", "give a list of reservations.")
+    if len(specs) > MAX_RESERVATIONS:
+        raise _invalid("reservations",
+                       f"{len(specs)} reservations, at most {MAX_RESERVATIONS} are allowed in one lease.")
     requests = []
     for index, spec in enumerate(specs):
         if not isinstance(spec, Mapping):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,12 @@ DIRECT_FUNCTIONS = ("log_info", "log_warn", "log_error", "set_target")
 HOST_FUNCTIONS = ("_host_member_resources", "_host_member_state", "_host_instance_resources", "_host_instances",
                   "_host_instances_count", "_host_cluster_members", "_host_project", "_host_reservations",
                   "_host_reserved_capacity")
+
+# Top-level statements run when the script is compiled (on every config write and trial); they
+# only define things, so this is ample, and it stops a loop at the top level from holding the request.
+COMPILE_TIMEOUT = 1.0
+# As the call's limit (runtime.MAX_CALL_STACK).
+COMPILE_CALL_STACK = 64
 
 _POSITION = re.compile(r"-->\s*[^\n]*?:(\d+):(\d+)")
 
@@ -134,9 +141,16 @@ def compile_program(source: str, bind: Callable[[str], Callable[..., Any]]) -> P
         starlark.eval(module, starlark.parse("prelude", PRELUDE, dialect()), globals_())
         # Top-level statements run here, once: an error in them (or an unknown name anywhere) is
         # a problem of the script, reported with its position.
-        starlark.eval(module, parsed, globals_())
+        deadline = time.monotonic() + COMPILE_TIMEOUT
+        options = starlark.EvalOptions(check_cancelled=lambda: time.monotonic() > deadline,
+                                       max_callstack_size=COMPILE_CALL_STACK)
+        starlark.eval_with(options, module, parsed, globals_())
     except starlark.StarlarkError as exc:
-        raise InvalidScriptlet(*starlark_problem(exc)) from None
+        problem, line, column = starlark_problem(exc)
+        if "cancelled" in problem.lower() and time.monotonic() > deadline:
+            problem = (f"its top-level statements ran past the limit of {COMPILE_TIMEOUT:g} s; "
+                       "compute at the top level only what the script needs to define")
+        raise InvalidScriptlet(problem, line, column) from None
     _check_entry(source)
     return Program(source=source, digest=digest_of(source), module=module.freeze())
 

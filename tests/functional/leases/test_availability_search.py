@@ -429,3 +429,26 @@ def test_the_timeline_shows_every_host_period_by_period(client: FlaskClient) -> 
 
 def test_members_may_not_read_the_timeline(client: FlaskClient) -> None:
     blazar_error(client.get("/v1/availability/timeline", headers=MEMBER), 403)
+
+
+# Dates and durations at the edges of what a datetime holds: refused, never a crash.
+
+@pytest.mark.parametrize("path, params", [
+    ("/v1/availability", {"resource_type": "physical:host", "min": 1, "max": 1, "duration": "1h",
+                          "after": "9999-12-31 00:00"}),
+    ("/v1/availability/timeline", {"start": "9999-12-31 00:00"}),
+])
+def test_a_search_starting_near_the_last_representable_date_is_refused_with_the_range(
+        client: FlaskClient, path: str, params: dict) -> None:
+    register(client, "compute-1")
+    response = client.get(path, query_string=params)
+    assert response.status_code == 400, response.get_json()
+    assert "9999-12-31 00:00 is out of range: dates must be from" in response.get_json()["error_message"]
+
+
+def test_a_search_for_an_overlong_duration_is_refused_with_the_limit(client: FlaskClient) -> None:
+    register(client, "compute-1")
+    response = client.get("/v1/availability", query_string={"resource_type": "physical:host", "min": 1, "max": 1,
+                                                            "duration": "99999999999999d"})
+    assert response.status_code == 400, response.get_json()
+    assert "is longer than the limit of 36525d" in response.get_json()["error_message"]

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from blazar_lite.exceptions import BadRequest
 from blazar_lite.leases.dates import (
+    MAX_DURATION,
     before_end_time,
     describe_date,
     describe_duration,
@@ -109,6 +110,12 @@ def test_unreadable_dates_get_blazars_message(text):
     assert bad_request(parse_date, text, NOW) == f"{text} is an invalid date. Required format: %Y-%m-%d %H:%M"
 
 
+@pytest.mark.parametrize("text", ["9000-01-01 00:00", "9999-12-31T23:59:59", "0999-12-31T23:59:59.999999"])
+def test_dates_outside_the_accepted_range_are_refused_with_the_range(text):
+    assert bad_request(parse_date, text, NOW) == (f"{text} is out of range: dates must be from 1000-01-01 00:00 "
+                                                  "and before 9000-01-01 00:00 (UTC).")
+
+
 @pytest.mark.parametrize("value", [None, 1714560000, ["2030-05-02 10:00"], {"date": "x"}])
 def test_values_that_are_not_strings_get_blazars_message(value):
     assert bad_request(parse_date, value, NOW) == f"{value} is an invalid date. Required format: %Y-%m-%d %H:%M"
@@ -120,13 +127,14 @@ def test_parse_date_refuses_any_text_only_with_bad_request(text):
     try:
         parsed = parse_date(text, NOW)
     except BadRequest as exc:
-        assert exc.message.endswith(" is an invalid date. Required format: %Y-%m-%d %H:%M")
+        assert exc.message.endswith((" is an invalid date. Required format: %Y-%m-%d %H:%M",
+                                     "and before 9000-01-01 00:00 (UTC)."))
     else:
         assert parsed.tzinfo is UTC
 
 
 @settings(deadline=None)
-@given(st.datetimes(min_value=datetime(1000, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)))
+@given(st.datetimes(min_value=datetime(1000, 1, 2), max_value=datetime(8999, 12, 30), timezones=st.just(UTC)))
 def test_every_formatted_date_reads_back_as_itself(moment):
     assert parse_date(format_date(moment), NOW) == moment
 
@@ -376,6 +384,16 @@ def test_a_duration_is_numbers_with_units(text: str, expected: timedelta) -> Non
 def test_anything_else_is_not_a_duration_and_the_message_names_the_field(value: object) -> None:
     with pytest.raises(BadRequest, match="Invalid input for field 'length': .* is not a duration; write a number"):
         parse_duration(value, "length")
+
+
+@pytest.mark.parametrize("text", ["36525d1m", "99999999999999d", "9" * 5000 + "m", "20000d20000d"])
+def test_a_duration_longer_than_the_limit_is_refused_with_the_limit(text: str) -> None:
+    with pytest.raises(BadRequest, match="Invalid input for field 'length': .* is longer than the limit of 36525d"):
+        parse_duration(text, "length")
+
+
+def test_the_longest_duration_is_accepted() -> None:
+    assert parse_duration("36525d") == MAX_DURATION
 
 
 def test_a_duration_of_zero_is_refused() -> None:

@@ -119,3 +119,10 @@ def test_compile_errors_carry_line_and_column() -> None:
     with pytest.raises(InvalidScriptlet) as caught:
         runtime.compile_program(body("x = 1\nreturn unknown_name"))
     assert (caught.value.line, caught.value.column) == (3, 12)
+
+
+def test_a_long_loop_at_the_top_level_is_refused_at_the_compile_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("blazar_lite.scriptlet.program.COMPILE_TIMEOUT", 0.05)
+    with pytest.raises(InvalidScriptlet, match="at line 1, column .*: its top-level statements ran past the limit"):
+        runtime.compile_program("x = [i for i in range(1000000000)]\n"
+                                "def instance_placement(request, candidate_members):\n    pass\n")
