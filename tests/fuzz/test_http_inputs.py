@@ -36,6 +36,17 @@ def assert_answered(response: Any, *ok: int) -> dict:
     return body
 
 
+
+def create_then_delete(fuzz_app: Flask, body: dict) -> None:
+    """POST the lease: a 201 or a 4xx that says why. A created one is deleted again, so that later
+    examples are not all refused for want of room."""
+    response = fuzz_app.test_client().post("/v1/leases", json=body, headers=ADMIN)
+    created = assert_answered(response, 201)
+    event(f"status {response.status_code}")
+    if response.status_code == 201:
+        lease_id = created["lease"]["id"]
+        assert fuzz_app.test_client().delete(f"/v1/leases/{lease_id}", headers=ADMIN).status_code == 204
+
 @FUZZ
 @given(hypervisor=filter_values, resource=filter_values, start=start_values, end=end_values,
        before_end=st.one_of(st.none(), st.none(), date_values), minimum=st.one_of(st.integers(1, 2), st.integers(-2, 4),
@@ -46,13 +57,7 @@ def test_a_host_lease_with_any_filters_and_dates_is_created_or_refused(
     body = {"name": "fuzzed", "start_date": start, "end_date": end, "before_end_date": before_end, "events": [],
             "reservations": [{"resource_type": "physical:host", "min": minimum, "max": 4,
                               "hypervisor_properties": hypervisor, "resource_properties": resource}]}
-    response = fuzz_app.test_client().post("/v1/leases", json=body, headers=ADMIN)
-    created = assert_answered(response, 201)
-    event(f"status {response.status_code}")
-    if response.status_code == 201:
-        # Free the hosts again, so later examples are not all refused for want of room.
-        lease_id = created["lease"]["id"]
-        assert fuzz_app.test_client().delete(f"/v1/leases/{lease_id}", headers=ADMIN).status_code == 204
+    create_then_delete(fuzz_app, body)
 
 
 @FUZZ
@@ -63,12 +68,7 @@ def test_an_instance_lease_with_any_filter_and_affinity_is_created_or_refused(
     body = {"name": "fuzzed-instances", "start_date": "now", "end_date": "8000-01-01 00:00", "events": [],
             "reservations": [{"resource_type": "virtual:instance", "amount": amount, "vcpus": 1, "memory_mb": 512,
                               "disk_gb": 1, "affinity": affinity, "resource_properties": resource}]}
-    response = fuzz_app.test_client().post("/v1/leases", json=body, headers=ADMIN)
-    created = assert_answered(response, 201)
-    event(f"status {response.status_code}")
-    if response.status_code == 201:
-        lease_id = created["lease"]["id"]
-        assert fuzz_app.test_client().delete(f"/v1/leases/{lease_id}", headers=ADMIN).status_code == 204
+    create_then_delete(fuzz_app, body)
 
 
 @FUZZ

@@ -79,6 +79,15 @@ def lease_body(rng: random.Random, name: str) -> dict[str, Any]:
     return {"name": name, "start_date": start, "end_date": end, "reservations": [reservation], "events": []}
 
 
+def delete_one(client: Client, project: Project, items: list[str], collection: str, rng: random.Random) -> None:
+    """Delete one of `items` (ids under `collection`), and forget it once it is gone."""
+    item_id = project.pick(items, rng)
+    if item_id:
+        answer = client.call("DELETE", f"{collection}/{item_id}", route=f"{collection}/<id>")
+        if answer is not None and answer.status in (204, 404):
+            project.drop(items, item_id)
+
+
 def work(client: Client, project: Project, rng: random.Random, deadline: float, thread: int) -> None:
     count = 0
     while time.monotonic() < deadline:
@@ -98,11 +107,7 @@ def work(client: Client, project: Project, rng: random.Random, deadline: float, 
                 end = blazar_date(utcnow() + dt.timedelta(minutes=rng.randint(1, 3)))
                 client.call("PUT", f"/v1/leases/{lease_id}", {"end_date": end}, route="/v1/leases/<id>")
         elif action < 0.48:
-            lease_id = project.pick(project.leases, rng)
-            if lease_id:
-                answer = client.call("DELETE", f"/v1/leases/{lease_id}", route="/v1/leases/<id>")
-                if answer is not None and answer.status in (204, 404):
-                    project.drop(project.leases, lease_id)
+            delete_one(client, project, project.leases, "/v1/leases", rng)
         elif action < 0.68:
             reservation_id = project.pick(project.reservations, rng)
             if reservation_id:
@@ -121,11 +126,7 @@ def work(client: Client, project: Project, rng: random.Random, deadline: float, 
                 answer = client.call("POST", f"/v1/instances/{instance_id}/create", {"name": f"c-{thread}-{count}"},
                                      route="/v1/instances/<id>/create")
         elif action < 0.86:
-            instance_id = project.pick(project.instances, rng)
-            if instance_id:
-                answer = client.call("DELETE", f"/v1/instances/{instance_id}", route="/v1/instances/<id>")
-                if answer is not None and answer.status in (204, 404):
-                    project.drop(project.instances, instance_id)
+            delete_one(client, project, project.instances, "/v1/instances", rng)
         elif action < 0.93:
             name = f"web-{rng.randint(0, 7)}"
             client.call("POST", f"/v1/deployments/shop/shapes/web/instances/{name}",
