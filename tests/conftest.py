@@ -65,9 +65,12 @@ def _empty_database(engine: Engine) -> None:
     from blazar_lite.db.models import Base
     from blazar_lite.placement.reference_data import sync_standard_names
 
-    tables = ", ".join(f'"{table.name}"' for table in Base.metadata.sorted_tables)
+    # DELETE, children first, then every sequence back to 1: on tables this small it takes
+    # milliseconds where TRUNCATE of them all takes near half a second, once per test.
     with engine.begin() as connection:
-        connection.exec_driver_sql(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
+        for table in reversed(Base.metadata.sorted_tables):
+            connection.exec_driver_sql(f'DELETE FROM "{table.name}"')
+        connection.exec_driver_sql("SELECT setval(c.oid, 1, false) FROM pg_class c WHERE c.relkind = 'S'")
     sync_standard_names(engine)
 
 
