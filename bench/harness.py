@@ -441,6 +441,26 @@ def scheduler_leases(database: Database, count: int, start: dt.datetime, batch: 
     return time.perf_counter() - started
 
 
+class _DryRun(Exception):
+    """Rolls back the creates that only measured their cost."""
+
+
+def seconds_per_create(database: Database, reservation: Callable[[int], dict[str, Any]], start: dt.datetime,
+                       samples: int = 20, project: str = SCHEDULER_PROJECT) -> float:
+    """What one of `scheduler_leases`'s creates costs now: `samples` of them, rolled back."""
+    context = RequestContext(user_id="bench", project_id=project, roles=frozenset({"member"}))
+    t0 = time.perf_counter()
+    try:
+        with database.transaction() as session:
+            for index in range(samples):
+                create_lease(session, context, lease_body(f"dry-run-{index}", start, start + dt.timedelta(days=1),
+                                                          reservation(index)))
+            raise _DryRun
+    except _DryRun:
+        pass
+    return (time.perf_counter() - t0) / samples
+
+
 def active_count(database: Database, project: str = SCHEDULER_PROJECT) -> int:
     with database.read() as session:
         return session.scalar(select(func.count()).select_from(Lease).where(
@@ -453,18 +473,24 @@ def other_due_events(database: Database, moment: dt.datetime, project: str = SCH
             Event.status == UNDONE, Event.time <= moment, Lease.project_id != project)) or 0
 
 
-def scheduler_processes(url: str, data_dir: str, count: int, batch: int, per_create: float,
+def scheduler_processes(url: str, data_dir: str, count: int, batch: int, per_create: float | None,
                         reservation: Callable[[int], dict[str, Any]], processes: int = 1,
                         project: str = SCHEDULER_PROJECT, timeout: float = 300) -> SchedulerRun:
     """Create `count` leases that start at the next minute boundary that leaves time to create
-    them (`per_create` seconds each, twice over, and 30 s), run `processes` `blazar-lite scheduler`
+    them (`per_create` seconds each, twice over, and 30 s; None: measure it with a dry run and
+    allow half as much again, and 60 s), run `processes` `blazar-lite scheduler`
     processes against the database, and time from that minute until all are ACTIVE (at most
     `timeout` seconds). Each process logs to scheduler-<project>-<n>.log in `data_dir`."""
     database = Database(url)
     started: list[subprocess.Popen[bytes]] = []
     mode = "process" if processes == 1 else f"{processes} processes"
     try:
-        lead = dt.timedelta(seconds=30 + 2 * count * per_create)
+        if per_create is None:
+            measured = seconds_per_create(database, reservation, next_minute(dt.datetime.now(dt.UTC)) +
+                                          dt.timedelta(minutes=30), project=project)
+            lead = dt.timedelta(seconds=60 + 1.5 * count * measured)
+        else:
+            lead = dt.timedelta(seconds=30 + 2 * count * per_create)
         start = next_minute(dt.datetime.now(dt.UTC) + lead)
         created = scheduler_leases(database, count, start, batch, reservation, project)
         if dt.datetime.now(dt.UTC) >= start:
