@@ -26,56 +26,31 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import random
 import statistics
 import sys
-import time
-import uuid
-from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
-from sqlalchemy import insert
 from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import (  # noqa: E402 - the harness sits beside this script
     DEFAULT_PG_SERVER,
+    SEARCHES,
+    WORLD_DAYS,
     Client,
     Scratch,
-    Timed,
-    after_bulk_load,
-    blazar_date,
+    build_busy_world,
     free_port,
-    host_spec,
     next_minute,
     percentile,
     start_server,
+    time_searches,
     wait_ready,
 )
 
-from blazar_lite.db import Database  # noqa: E402
-from blazar_lite.db.migrate import upgrade  # noqa: E402
-from blazar_lite.hosts.service import create_host  # noqa: E402
-from blazar_lite.leases.models import Lease, Reservation, ReservationBooking  # noqa: E402
-
-DAYS = 90
-SEARCH_DAYS = 60
-# A slot of the existing instance reservations: small, so four overlapping bookings of at most
-# four slots each never fill the smallest host (32 vCPU, 128 GiB, 960 GB).
-EXISTING_SLOT = {"vcpus": 1, "memory_mb": 2048, "disk_gb": 20}
-
-KINDS = {
-    "hosts": ("physical:host min=max=8, 48h", {"resource_type": "physical:host", "min": 8, "max": 8,
-                                               "duration": "48h"}),
-    "slots": ("virtual:instance amount=20 (2 vCPU, 4096 MB, 40 GB), 24h",
-              {"resource_type": "virtual:instance", "amount": 20, "vcpus": 2, "memory_mb": 4096, "disk_gb": 40,
-               "affinity": "None", "duration": "24h"}),
-}
 EXTRA_KINDS = {
     "distinct": ("virtual:instance amount=20 affinity=False, 24h",
                  {"resource_type": "virtual:instance", "amount": 20, "vcpus": 2, "memory_mb": 4096, "disk_gb": 40,
@@ -91,134 +66,6 @@ def scarce(hosts: int) -> tuple[str, dict[str, Any]]:
     count = max(1, hosts * 3 // 10)
     return f"physical:host min=max={count}, 48h", {"resource_type": "physical:host", "min": count, "max": count,
                                                    "duration": "48h"}
-
-
-# The cluster and its reservations.
-
-@dataclass
-class Built:
-    hosts: int
-    reservations: Counter[str]
-    host_seconds: float
-    reservation_seconds: float
-
-
-def _rows(host_id: int, index: int, start: dt.datetime, end: dt.datetime, rng: random.Random,
-          whole: bool) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """The lease, reservation and booking rows of one reservation on one host."""
-    lease_id, reservation_id = str(uuid.uuid4()), str(uuid.uuid4())
-    lease = {"id": lease_id, "name": f"existing-{index}", "user_id": "bench", "project_id": f"project-{index % 50:02d}",
-             "start_date": start, "end_date": end, "before_end_date": None, "status": "PENDING", "degraded": False}
-    if whole:
-        reservation = {"id": reservation_id, "lease_id": lease_id, "resource_type": "physical:host",
-                       "status": "pending", "missing_resources": False, "resources_changed": False, "min": 1,
-                       "max": 1, "hypervisor_properties": "", "resource_properties": "", "before_end": ""}
-        booking = {"reservation_id": reservation_id, "host_id": host_id, "slots": 1, "lease_id": lease_id,
-                   "start_date": start, "end_date": end, "vcpus": 0, "memory_mb": 0, "disk_gb": 0, "exclusive": True}
-        return lease, reservation, booking
-    slots = rng.randint(1, 4)
-    reservation = {"id": reservation_id, "lease_id": lease_id, "resource_type": "virtual:instance",
-                   "status": "pending", "missing_resources": False, "resources_changed": False, "amount": slots,
-                   "affinity": None, "resource_properties": "", **EXISTING_SLOT}
-    booking = {"reservation_id": reservation_id, "host_id": host_id, "slots": slots, "lease_id": lease_id,
-               "start_date": start, "end_date": end, "exclusive": False,
-               **{name: slots * amount for name, amount in EXISTING_SLOT.items()}}
-    return lease, reservation, booking
-
-
-def host_reservations(host_id: int, count: int, opens: dt.datetime, rng: random.Random,
-                      first_index: int) -> list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
-    """About `count` reservations on one host over the DAYS after `opens`, never overbooking it."""
-    made: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = []
-    closes = opens + dt.timedelta(days=DAYS)
-    moment = opens
-
-    def gap() -> dt.timedelta:
-        # Periods of 3 hours to 4 days hold 1.9 reservations on average: the gaps share out the
-        # time left among the periods still to come, so `count` fit in the days.
-        periods = max(1.0, (count - len(made)) / 1.9)
-        room = max(0.0, (closes - moment).total_seconds() / 60 / periods - 2 * 24 * 60)
-        # Up to the room, not twice its mean: a long gap near the end would leave reservations out.
-        return dt.timedelta(minutes=rng.randrange(int(room) + 1))
-
-    moment += gap()
-    while len(made) < count and moment < closes:
-        length = dt.timedelta(minutes=rng.randrange(3 * 60, 4 * 24 * 60))
-        end = min(moment + length, closes)
-        if rng.random() < 0.4:
-            made.append(_rows(host_id, first_index + len(made), moment, end, rng, whole=True))
-        else:
-            for _ in range(rng.randint(1, 4)):
-                if len(made) == count:
-                    break
-                minutes = int((end - moment).total_seconds() // 60)
-                first = rng.randrange(max(1, minutes - 60))
-                last = rng.randrange(first + 60, minutes + 1) if minutes > first + 60 else minutes
-                made.append(_rows(host_id, first_index + len(made), moment + dt.timedelta(minutes=first),
-                                  moment + dt.timedelta(minutes=max(last, first + 1)), rng, whole=False))
-        moment = end
-        moment += gap()
-    return made
-
-
-def build(url: str, hosts: int, reservations: int, opens: dt.datetime, seed: int, batch: int,
-          analyze: bool) -> Built:
-    database = Database(url)
-    try:
-        upgrade(database.engine)
-        started = time.perf_counter()
-        ids = []
-        for first in range(0, hosts, batch):
-            with database.transaction() as session:
-                ids += [create_host(session, host_spec(index)).id for index in range(first, min(first + batch, hosts))]
-            if first and first % (10 * batch) == 0:
-                print(f"  {first}/{hosts} hosts, {time.perf_counter() - started:.0f} s", flush=True)
-        host_seconds = time.perf_counter() - started
-        print(f"{hosts} hosts registered in {host_seconds:.1f} s", flush=True)
-
-        started = time.perf_counter()
-        rng = random.Random(seed)
-        made: Counter[str] = Counter()
-        pending: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = []
-        per_host = reservations // max(hosts, 1)
-        extra = reservations - per_host * hosts
-        for position, host_id in enumerate(ids):
-            pending += host_reservations(host_id, per_host + (position < extra), opens, rng, sum(made.values()) +
-                                         len(pending))
-            if len(pending) >= 5000 or position == len(ids) - 1:
-                with database.transaction() as session:
-                    session.execute(insert(Lease), [lease for lease, _, _ in pending])
-                    session.execute(insert(Reservation), [reservation for _, reservation, _ in pending])
-                    session.execute(insert(ReservationBooking), [booking for _, _, booking in pending])
-                made.update(reservation["resource_type"] for _, reservation, _ in pending)
-                pending = []
-        reservation_seconds = time.perf_counter() - started
-        print(f"{sum(made.values())} reservations inserted in {reservation_seconds:.1f} s ({dict(made)})", flush=True)
-        after_bulk_load(database, analyze, f"{hosts} hosts")
-        return Built(hosts, made, host_seconds, reservation_seconds)
-    finally:
-        database.dispose()
-
-
-# The searches.
-
-def time_searches(client: Client, kind: str, params: dict[str, Any], count: int, opens: dt.datetime,
-                  rng: random.Random) -> tuple[Timed, Counter[int]]:
-    """`count` searches of one kind, each from a random minute of the first SEARCH_DAYS days;
-    the timings, and how many windows each answer held."""
-    timed = Timed(kind, [], Counter())
-    found: Counter[int] = Counter()
-    for _ in range(count):
-        after = opens + dt.timedelta(minutes=rng.randrange(SEARCH_DAYS * 24 * 60))
-        path = "/v1/availability?" + urlencode({**params, "after": blazar_date(after)})
-        t0 = time.perf_counter()
-        status, data = client.get(path)
-        timed.timings.append((time.perf_counter() - t0) * 1000)
-        timed.statuses[status] += 1
-        if status != 200:
-            raise SystemExit(f"GET {path} -> {status}: {data[:500]!r}")
-        found[len(json.loads(data)["availability"])] += 1
-    return timed, found
 
 
 def main() -> None:
@@ -246,7 +93,7 @@ def main() -> None:
         url = args.database_url or scratch.url("main")
         opens = next_minute(dt.datetime.now(dt.UTC)) + dt.timedelta(hours=1)
         print(f"{backend}: {make_url(url).render_as_string(hide_password=True)}", flush=True)
-        built = build(url, args.hosts, args.reservations, opens, args.seed, args.batch, args.analyze)
+        built = build_busy_world(url, args.hosts, args.reservations, opens, args.seed, args.batch, args.analyze)
 
         results = []
         port = free_port()
@@ -255,7 +102,7 @@ def main() -> None:
             wait_ready(port, process)
             client = Client(port)
             rng = random.Random(args.seed)
-            kinds = {**KINDS, **({**EXTRA_KINDS, "scarce": scarce(args.hosts)} if args.extra else {})}
+            kinds = {**SEARCHES, **({**EXTRA_KINDS, "scarce": scarce(args.hosts)} if args.extra else {})}
             for kind, (label, params) in kinds.items() if args.requests > 0 else ():
                 # A few first, untimed: first-use compilation of statements, imports, pool connections.
                 time_searches(client, kind, params, 3, opens, rng)
@@ -269,7 +116,7 @@ def main() -> None:
             process.wait(timeout=30)
 
         print(f"\n=== summary: {backend}, {built.hosts} hosts, {sum(built.reservations.values())} existing "
-              f"reservations over {DAYS} days ===")
+              f"reservations over {WORLD_DAYS} days ===")
         print(f"setup: hosts {built.host_seconds:.1f} s, reservations {built.reservation_seconds:.1f} s "
               f"({dict(built.reservations)})")
         print(f"{'GET /v1/availability (earliest 5, 30-day window)':<60} {'n':>4} {'median ms':>10} {'p95 ms':>8} "
@@ -280,10 +127,7 @@ def main() -> None:
                   f"{percentile(timed.timings, 0.95):>8.1f} {timed.p99:>8.1f} {max(timed.timings):>8.1f}  "
                   f"{windows:.1f} on average")
     finally:
-        if args.keep:
-            print(f"kept: {scratch.dir} and databases {', '.join(scratch.created) or '-'}")
-        else:
-            scratch.cleanup()
+        scratch.finish(args.keep)
 
 
 if __name__ == "__main__":

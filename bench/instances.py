@@ -549,10 +549,7 @@ def main() -> None:
                   flush=True)
         print(summary(backend, built, timed, decided, counted))
     finally:
-        if args.keep:
-            print(f"kept: {scratch.dir} and databases {', '.join(scratch.created) or '-'}")
-        else:
-            scratch.cleanup()
+        scratch.finish(args.keep)
 
 
 if __name__ == "__main__":

@@ -34,33 +34,37 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib.util
-import os
 import random
-import shutil
-import subprocess
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from harness import (
     DEFAULT_PG_SERVER,
+    PHYSICAL,
+    VIRTUAL,
     Client,
+    SchedulerRun,
     Scratch,
     Timed,
+    active_count,
     after_bulk_load,
-    blazar_date,
     free_port,
     host_spec,
+    lease_body,
     next_minute,
+    other_due_events,
+    physical,
+    scheduler_leases,
+    scheduler_processes,
     sibling_server,
     start_server,
     statement_lines,
+    virtual,
     wait_ready,
 )
-from sqlalchemy import event, func, select
+from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
 from blazar_lite.app import create_app
@@ -69,15 +73,11 @@ from blazar_lite.db import Database
 from blazar_lite.db.migrate import upgrade
 from blazar_lite.exceptions import NotEnoughResources
 from blazar_lite.hosts.service import create_host
-from blazar_lite.leases.models import ACTIVE, UNDONE, Event, Lease
 from blazar_lite.leases.service import create_lease
 from blazar_lite.scheduler.runner import run_due_events
 from blazar_lite.settings import Settings
 
 DAYS = 30
-VIRTUAL = "virtual:instance"
-PHYSICAL = "physical:host"
-SCHEDULER_PROJECT = "bench-scheduler"
 
 
 # Scratch databases.
@@ -97,22 +97,6 @@ class World:
         room = dt.timedelta(days=DAYS) - length
         start = self.opens + dt.timedelta(minutes=self.rng.randrange(int(room.total_seconds() // 60)))
         return start, start + length
-
-
-def lease_body(name: str, start: dt.datetime, end: dt.datetime, reservation: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "start_date": blazar_date(start), "end_date": blazar_date(end), "before_end_date": None,
-            "events": [], "reservations": [reservation]}
-
-
-def virtual(amount: int, vcpus: int = 1, memory_mb: int = 1024, disk_gb: int = 10,
-            affinity: bool | None = None) -> dict[str, Any]:
-    return {"resource_type": VIRTUAL, "amount": amount, "vcpus": vcpus, "memory_mb": memory_mb,
-            "disk_gb": disk_gb, "affinity": affinity, "resource_properties": ""}
-
-
-def physical(hosts: int) -> dict[str, Any]:
-    return {"resource_type": PHYSICAL, "min": hosts, "max": hosts, "hypervisor_properties": "",
-            "resource_properties": "", "before_end": ""}
 
 
 def existing_reservation(rng: random.Random) -> dict[str, Any]:
@@ -285,38 +269,8 @@ def count_statements(url: str, data_dir: str, hosts: int, world: World, repeats:
 
 # Part 4: the scheduler.
 
-@dataclass
-class SchedulerRun:
-    mode: str
-    leases: int
-    created_seconds: float
-    seconds: float | None
-    active: int
-    note: str = ""
-
-
-def scheduler_leases(database: Database, count: int, start: dt.datetime, batch: int) -> float:
-    """`count` leases of one 1-vCPU slot that all start at `start` and last a day."""
-    end = start + dt.timedelta(days=1)
-    context = RequestContext(user_id="bench", project_id=SCHEDULER_PROJECT, roles=frozenset({"member"}))
-    started = time.perf_counter()
-    for first in range(0, count, batch):
-        with database.transaction() as session:
-            for index in range(first, min(first + batch, count)):
-                create_lease(session, context, lease_body(f"starts-together-{index}", start, end, virtual(1)))
-    return time.perf_counter() - started
-
-
-def active_count(database: Database) -> int:
-    with database.read() as session:
-        return session.scalar(select(func.count()).select_from(Lease).where(
-            Lease.project_id == SCHEDULER_PROJECT, Lease.status == ACTIVE)) or 0
-
-
-def other_due_events(database: Database, moment: dt.datetime) -> int:
-    with database.read() as session:
-        return session.scalar(select(func.count()).select_from(Event).join(Lease, Lease.id == Event.lease_id).where(
-            Event.status == UNDONE, Event.time <= moment, Lease.project_id != SCHEDULER_PROJECT)) or 0
+def one_slot(_index: int) -> dict[str, Any]:
+    return virtual(1)
 
 
 def scheduler_pass(url: str, count: int, batch: int) -> SchedulerRun:
@@ -324,7 +278,7 @@ def scheduler_pass(url: str, count: int, batch: int) -> SchedulerRun:
     database = Database(url)
     try:
         start = next_minute(dt.datetime.now(dt.UTC)) + dt.timedelta(minutes=5)
-        created = scheduler_leases(database, count, start, batch)
+        created = scheduler_leases(database, count, start, batch, one_slot)
         note = ""
         if other := other_due_events(database, start):
             note = f"{other} other events were due too"
@@ -340,50 +294,6 @@ def scheduler_pass(url: str, count: int, batch: int) -> SchedulerRun:
         note = ", ".join(filter(None, [note, f"event outcomes {dict(outcomes)}"]))
         return SchedulerRun("pass", count, created, seconds if active >= count else None, active, note)
     finally:
-        database.dispose()
-
-
-def scheduler_process(url: str, data_dir: str, count: int, batch: int, per_create: float) -> SchedulerRun:
-    """Create leases that start at the next minute boundary that leaves time to create them, run
-    `blazar-lite scheduler` against the database, and time from that minute until all are ACTIVE."""
-    database = Database(url)
-    process = None
-    try:
-        lead = dt.timedelta(seconds=30 + 2 * count * per_create)
-        start = next_minute(dt.datetime.now(dt.UTC) + lead)
-        created = scheduler_leases(database, count, start, batch)
-        if dt.datetime.now(dt.UTC) >= start:
-            return SchedulerRun("process", count, created, None, active_count(database),
-                                "the leases were not all created before their start; rerun")
-        note = ""
-        if other := other_due_events(database, start):
-            note = f"{other} other events were due too"
-        executable = shutil.which("blazar-lite", path=str(Path(sys.executable).parent)) or "blazar-lite"
-        env = dict(os.environ, BLAZAR_LITE_DATA_DIR=data_dir, BLAZAR_LITE_DATABASE_URL=url,
-                   BLAZAR_LITE_LOGGING_LEVEL="WARNING")
-        env.pop("BLAZAR_LITE_CONFIG", None)
-        # Its log (a pass that outlasts the interval is logged every interval) goes to a file.
-        with open(os.path.join(data_dir, "scheduler.log"), "wb") as log:
-            process = subprocess.Popen([executable, "scheduler"], env=env, stdout=subprocess.DEVNULL, stderr=log)
-        print(f"scheduler: {count} leases start at {start:%H:%M:%S} UTC; waiting for them", flush=True)
-        while dt.datetime.now(dt.UTC) < start:
-            time.sleep(0.05)
-        t0 = time.perf_counter()
-        active = 0
-        while time.perf_counter() - t0 < 300:
-            if process.poll() is not None:
-                return SchedulerRun("process", count, created, None, active,
-                                    f"the scheduler exited; see {os.path.join(data_dir, 'scheduler.log')}")
-            active = active_count(database)
-            if active >= count:
-                break
-            time.sleep(0.1)
-        seconds = time.perf_counter() - t0
-        return SchedulerRun("process", count, created, seconds if active >= count else None, active, note)
-    finally:
-        if process is not None:
-            process.terminate()
-            process.wait(timeout=60)
         database.dispose()
 
 
@@ -478,13 +388,10 @@ def main() -> None:
         else:
             # The creates of the setup say how long the scheduler's leases take to create.
             per_create = built.lease_seconds / args.reservations if args.reservations else 0.1
-            scheduler = scheduler_process(url, scratch.dir, args.scheduler_leases, args.batch, per_create)
+            scheduler = scheduler_processes(url, scratch.dir, args.scheduler_leases, args.batch, per_create, one_slot)
         print(summary(backend, built, timed, counted, scheduler, skipped))
     finally:
-        if args.keep:
-            print(f"kept: {scratch.dir} and databases {', '.join(scratch.created) or '-'}")
-        else:
-            scratch.cleanup()
+        scratch.finish(args.keep)
 
 
 if __name__ == "__main__":
