@@ -213,8 +213,11 @@ def test_soak(stress_database: str, sql, tmp_path) -> None:  # type: ignore[no-u
         assert tally.bad == [], "\n".join(tally.bad[:50])
         assert overdue == 0, sql("SELECT event_type, status, last_error FROM lease_events WHERE status <> 'DONE' "
                                  f"AND time <= '{settle_until.isoformat(sep=' ')}' LIMIT 20")
-        # The run did what it says: leases started and ended under load, and instances were made.
-        assert started >= 10 and ended >= 5, (started, ended)
+        # The run did what it says: leases started under load, and instances were made. Lease
+        # dates have minute precision, so only a run of some minutes is sure to see ends too.
+        assert started >= 10, started
+        if seconds >= 120:
+            assert ended >= 5, ended
         assert tally.counts[("POST /v1/instances", 201)] > 0
         status, report = cluster.check()
         print(f"soak: blazar-lite check exited {status}: {report}")
