@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from flask import Flask, g, request
 from flask_smorest import Api
@@ -51,7 +52,31 @@ class _JsonSuffix:
 
 
 class _Api(Api):
-    """flask-smorest's Api with our error bodies instead of its own."""
+    """flask-smorest's Api with our error bodies instead of its own, whose OpenAPI description is
+    written when first asked for: describing every route is half the cost of building the
+    application, which every API worker pays at start and which few of them ever serve."""
+
+    def __init__(self, app: Flask, **kwargs: Any) -> None:
+        self._undescribed: list[tuple[Any, str, Any]] = []
+        super().__init__(app, **kwargs)
+
+    def register_blueprint(self, blp, *, parameters=None, **options):  # type: ignore[no-untyped-def]
+        name = options.get("name", blp.name)
+        self._app.extensions["flask-smorest"]["blp_name_to_api"][name] = self
+        self._app.register_blueprint(blp, **options)
+        self._undescribed.append((blp, name, parameters))
+
+    def described_spec(self) -> Any:
+        """The API's APISpec with every registered blueprint's routes in it."""
+        while self._undescribed:
+            blp, name, parameters = self._undescribed.pop(0)
+            blp.register_views_in_doc(self, self._app, self.spec, name=name, parameters=parameters)
+            self.spec.tag({"name": name, "description": blp.description})
+        return self.spec
+
+    def _openapi_json(self):  # type: ignore[no-untyped-def]
+        self.described_spec()
+        return super()._openapi_json()
 
     def _register_error_handlers(self) -> None:  # noqa: D401 - overriding a hook
         web.register_error_handlers(self._app)

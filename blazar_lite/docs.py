@@ -14,7 +14,7 @@ _METHODS = ("get", "put", "post", "patch", "delete")
 
 def openapi_spec(app: Flask) -> dict[str, Any]:
     """The OpenAPI document of `app`, as served at /openapi.json."""
-    return app.extensions["flask-smorest"]["apis"][""]["ext_obj"].spec.to_dict()
+    return app.extensions["flask-smorest"]["apis"][""]["ext_obj"].described_spec().to_dict()
 
 
 @blp.route("/docs")
