@@ -151,10 +151,6 @@ class Cluster:
     def blazar_lite(self, *args: str) -> list[str]:
         return [console_script("blazar-lite"), "--config-file", str(self.config), *args]
 
-    def migrate(self) -> None:
-        subprocess.run(self.blazar_lite("db", "upgrade"), env=self.env, check=True, stdin=subprocess.DEVNULL,
-                       capture_output=True, timeout=120)
-
     def start(self, process: Process) -> Process:
         handle = process.log.open("ab")
         process.popen = subprocess.Popen(process.command, env=self.env, stdin=subprocess.DEVNULL, stdout=handle,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine
@@ -66,7 +65,3 @@ def register_hosts(cluster: Cluster, count: int, vcpus: int = 16, memory_mb: int
         hosts.append(answer.body["host"])
     admin.close()
     return hosts
-
-
-def describe(path: Path) -> str:
-    return path.read_text(errors="replace")[-6000:] if path.exists() else ""
