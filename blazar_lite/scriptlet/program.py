@@ -72,8 +72,8 @@ HOST_FUNCTIONS = ("_host_member_resources", "_host_member_state", "_host_instanc
 # Top-level statements run when the script is compiled (on every config write and trial); they
 # only define things, so this is ample, and it stops a loop at the top level from holding the request.
 COMPILE_TIMEOUT = 1.0
-# As the call's limit (runtime.MAX_CALL_STACK).
-COMPILE_CALL_STACK = 64
+# Deep enough for any sensible helper functions, shallow enough to stop runaway recursion early.
+MAX_CALL_STACK = 64
 
 _POSITION = re.compile(r"-->\s*[^\n]*?:(\d+):(\d+)")
 
@@ -123,6 +123,13 @@ def digest_of(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()
 
 
+def eval_options(deadline: float) -> starlark.EvalOptions:
+    """How a script runs, at compile time and when called: stopped once time.monotonic() passes
+    `deadline`, and at MAX_CALL_STACK nested calls."""
+    return starlark.EvalOptions(check_cancelled=lambda: time.monotonic() > deadline,
+                                max_callstack_size=MAX_CALL_STACK)
+
+
 def compile_program(source: str, bind: Callable[[str], Callable[..., Any]]) -> Program:
     """Check `source` and freeze it into a Program; InvalidScriptlet says what to fix.
 
@@ -142,9 +149,7 @@ def compile_program(source: str, bind: Callable[[str], Callable[..., Any]]) -> P
         # Top-level statements run here, once: an error in them (or an unknown name anywhere) is
         # a problem of the script, reported with its position.
         deadline = time.monotonic() + COMPILE_TIMEOUT
-        options = starlark.EvalOptions(check_cancelled=lambda: time.monotonic() > deadline,
-                                       max_callstack_size=COMPILE_CALL_STACK)
-        starlark.eval_with(options, module, parsed, globals_())
+        starlark.eval_with(eval_options(deadline), module, parsed, globals_())
     except starlark.StarlarkError as exc:
         problem, line, column = starlark_problem(exc)
         if "cancelled" in problem.lower() and time.monotonic() > deadline:

@@ -36,8 +36,6 @@ from blazar_lite.scriptlet import program as programs
 LOG = logging.getLogger("blazar_lite.scriptlet")
 
 DEFAULT_TIMEOUT = 0.2
-# Deep enough for any sensible helper functions, shallow enough to stop runaway recursion early.
-MAX_CALL_STACK = 64
 # Sets of nodes whose member structs are kept (a process sees few: the on-demand nodes, and
 # each active reservation's hosts).
 MEMBER_SETS_KEPT = 32
@@ -239,11 +237,9 @@ def decide(program: programs.Program, request: Mapping[str, Any], members: Seque
     call = _Call(world, frozenset(names), dict(instance_resources), outcome)
     entry = _entry_module(program, tuple(members))
     deadline = time.monotonic() + timeout
-    options = starlark.EvalOptions(check_cancelled=lambda: time.monotonic() > deadline,
-                                   max_callstack_size=MAX_CALL_STACK)
     token = _current.set(call)
     try:
-        returned = entry.call_with(options, "place", dict(request), names).value
+        returned = entry.call_with(programs.eval_options(deadline), "place", dict(request), names).value
     except starlark.StarlarkError as exc:
         outcome.target = None
         raise ScriptletFailed(_why(exc, call, deadline, timeout)) from None
