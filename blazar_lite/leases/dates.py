@@ -223,7 +223,7 @@ def before_end_time(start: datetime, end: datetime, before_end: datetime | None,
 
 _DURATION_PART = re.compile(r"(\d+)([mhd])", re.ASCII)
 _DURATION_UNITS = (("d", timedelta(days=1)), ("h", timedelta(hours=1)), ("m", timedelta(minutes=1)))
-_UNIT_MINUTES = {"d": 24 * 60, "h": 60, "m": 1}
+_UNIT_MINUTES = {unit: length // timedelta(minutes=1) for unit, length in _DURATION_UNITS}
 # A number with more significant digits than MAX_DURATION has minutes is over the limit whatever
 # its unit; checking this first keeps int() from reading an arbitrarily long number.
 _DURATION_DIGITS = len(str(MAX_DURATION // timedelta(minutes=1)))
@@ -238,12 +238,12 @@ def parse_duration(value: object, name: str = "duration") -> timedelta:
         raise BadRequest(f"Invalid input for field '{name}': {shown} is not a duration; write a number and a "
                          "unit (m, h or d) such as 90m, 24h, 2d or 1d12h.")
     parts = _DURATION_PART.findall(text)
-    limit = MAX_DURATION // timedelta(minutes=1)
-    if any(len(number.lstrip("0")) > _DURATION_DIGITS for number, _ in parts) or \
-            sum(int(number) * _UNIT_MINUTES[unit] for number, unit in parts) > limit:
+    too_long = any(len(number.lstrip("0")) > _DURATION_DIGITS for number, _ in parts)
+    minutes = 0 if too_long else sum(int(number) * _UNIT_MINUTES[unit] for number, unit in parts)
+    if too_long or minutes > MAX_DURATION // timedelta(minutes=1):
         raise BadRequest(f"Invalid input for field '{name}': {shown} is longer than the limit of "
                          f"{describe_duration(MAX_DURATION)}.")
-    duration = timedelta(minutes=sum(int(number) * _UNIT_MINUTES[unit] for number, unit in parts))
+    duration = timedelta(minutes=minutes)
     if duration <= timedelta(0):
         raise BadRequest(f"Invalid input for field '{name}': {shown} is not longer than zero.")
     return duration
