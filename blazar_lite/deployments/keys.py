@@ -85,9 +85,8 @@ def create_key(session: Session, project_id: str, deployment: str, body: object)
     role = data.get("role")
     if role not in ROLES:
         raise BadRequest(f"Invalid role {role!r}: give {ADMIN} (may scale) or {READ_ONLY} (may only read).")
-    description = data.get("description") or ""
-    if not isinstance(description, str) or len(description) > service.MAX_DESCRIPTION:
-        raise BadRequest(f"Invalid description: give a string of at most {service.MAX_DESCRIPTION} characters.")
+    # As before: any empty value (0, [], "") stands for no description.
+    description = service.read_description(data.get("description") or None)
     pem, fingerprint = read_certificate(data.get("certificate"))
     owner = service.find_deployment(session, project_id, deployment, lock=True)
     for field, value in (("name", name), ("fingerprint", fingerprint)):

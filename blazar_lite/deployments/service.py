@@ -84,7 +84,8 @@ MAX_CONFIG_KEY = 255
 MAX_CONFIG_VALUE = 4096
 
 
-def _description(value: object) -> str:
+def read_description(value: object) -> str:
+    """A description as given (None: none), checked: a string of at most MAX_DESCRIPTION characters."""
     if value is None:
         return ""
     if not isinstance(value, str) or len(value) > MAX_DESCRIPTION:
@@ -215,7 +216,7 @@ def create_deployment(session: Session, project_id: str, body: object) -> Deploy
     if session.scalar(select(Deployment.id).where(Deployment.project_id == project_id, Deployment.name == name)):
         raise Conflict(f"Deployment {name} already exists in project {project_id}; choose another name.")
     row = Deployment(id=str(uuidlib.uuid4()), project_id=project_id, name=name,
-                     description=_description(data.get("description")),
+                     description=read_description(data.get("description")),
                      config=json.dumps(_config(data.get("config"))),
                      governor_webhook_url=_webhook(data.get("governor_webhook_url")),
                      governor_webhook_secret=_secret(data.get("governor_webhook_secret")))
@@ -230,7 +231,7 @@ def replace_deployment(session: Session, project_id: str, name: str, body: objec
     is a credential the governor holds, not a setting to reset by leaving it out."""
     data = instance_requests.read_object(body, DEPLOYMENT_FIELDS - {"name"}, "a deployment replacement")
     row = find_deployment(session, project_id, name, lock=True)
-    row.description = _description(data.get("description"))
+    row.description = read_description(data.get("description"))
     row.config = json.dumps(_config(data.get("config")))
     row.governor_webhook_url = _webhook(data.get("governor_webhook_url"))
     if data.get("governor_webhook_secret") is not None:
@@ -244,7 +245,7 @@ def update_deployment(session: Session, project_id: str, name: str, body: object
     data = instance_requests.read_object(body, DEPLOYMENT_FIELDS - {"name"}, "a deployment update")
     row = find_deployment(session, project_id, name, lock=True)
     if "description" in data:
-        row.description = _description(data["description"])
+        row.description = read_description(data["description"])
     if "config" in data:
         row.config = _merged_config(row.config, data["config"])
     if "governor_webhook_url" in data:
@@ -323,7 +324,7 @@ def create_shape(session: Session, project_id: str, deployment: str, body: objec
     if session.scalar(select(Shape.id).where(Shape.deployment_id == owner.id, Shape.name == name)):
         raise Conflict(f"Shape {name} already exists in deployment {deployment}; choose another name.")
     row = Shape(id=str(uuidlib.uuid4()), deployment_id=owner.id, name=name,
-                description=_description(data.get("description")), config=json.dumps(_config(data.get("config"))),
+                description=read_description(data.get("description")), config=json.dumps(_config(data.get("config"))),
                 instance_template=json.dumps(template), scaling_minimum=minimum, scaling_maximum=maximum)
     session.add(row)
     _flush_unique(session, f"Shape {name} of deployment {deployment}")
@@ -347,7 +348,7 @@ def replace_shape(session: Session, project_id: str, deployment: str, name: str,
     owner = find_deployment(session, project_id, deployment)
     row = _shape(session, owner, name, lock=True)
     _check_fits_bounds(session, owner, row, maximum)
-    row.description = _description(data.get("description"))
+    row.description = read_description(data.get("description"))
     row.config = json.dumps(_config(data.get("config")))
     row.instance_template = json.dumps(template)
     row.scaling_minimum, row.scaling_maximum = minimum, maximum
@@ -370,7 +371,7 @@ def update_shape(session: Session, project_id: str, deployment: str, name: str, 
         row.instance_template = json.dumps(_template(data["instance_template"]))
         events.shape_template_set(session, owner, row)
     if "description" in data:
-        row.description = _description(data["description"])
+        row.description = read_description(data["description"])
     if "config" in data:
         row.config = _merged_config(row.config, data["config"])
     session.flush()
